@@ -1,0 +1,209 @@
+"""The hazard registry: every known case where TE's selector picks a kernel that cannot run.
+
+Each hazard is data, not code: which backend (by role), on which architectures, under which
+trigger conditions; the line TE should log when it filters the case; the kernel-side evidence;
+and the *controls*, nearby inputs where the backend must stay eligible. Witness scenarios (inputs
+inside the hazard) and control scenarios are derived here, once, and shared by the harness, the
+analyzer, the codemod's self-check and the runtime patch. A hazard's witnesses are its INVALID
+examples and its controls its VALID ones; `tests/test_registry.py` checks both against the
+hazard's own trigger.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from selector_patch.roles import ROLES, Role
+from selector_patch.scenario import Condition, Scenario
+
+#: Scenario field holding the installed version of each flash-attn role's package.
+PACKAGE_FIELD = {"FA2": "flash_attn_2", "FA3": "flash_attn_3", "FA4": "flash_attn_4"}
+#: `NVTE_*` switches that leave a role as the only flash backend, beside unfused attention.
+ISOLATING_ENV = {
+    "FA2": {"NVTE_FLASH_ATTN_V3": "0", "NVTE_FLASH_ATTN_V4": "0", "NVTE_FUSED_ATTN": "0"},
+    "FA3": {"NVTE_FLASH_ATTN_V2": "0", "NVTE_FLASH_ATTN_V4": "0", "NVTE_FUSED_ATTN": "0"},
+    "FA4": {"NVTE_FLASH_ATTN_V2": "0", "NVTE_FLASH_ATTN_V3": "0", "NVTE_FUSED_ATTN": "0"},
+}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where the kernel library itself refuses (or silently mishandles) the case."""
+
+    package: str
+    file: str
+    line: int | None
+    text: str
+    #: Versions of `package` that carry the defect, as a PEP 440 specifier.
+    affected: str
+    reference: str = ""
+
+    def affects(self, version: str) -> bool:
+        return SpecifierSet(self.affected, prereleases=True).contains(Version(version))
+
+
+@dataclass(frozen=True)
+class Control:
+    """A named neighbour of the hazard: `changes` applied to a witness leave it outside."""
+
+    name: str
+    changes: Mapping[str, Any]
+    #: Only meaningful where the selector can tell this input apart (e.g. `requires_backward`).
+    needs: str | None = None
+
+
+@dataclass(frozen=True)
+class Hazard:
+    id: str
+    backend: str
+    title: str
+    architectures: tuple[tuple[int, int], ...]
+    triggers: tuple[Condition, ...]
+    message: str
+    #: Where a guard belongs, by meaning: "determinism" (inside TE's determinism filters, before
+    #: the flags are recombined) or "head_dim" (right after TE's FA2 head-dim check).
+    section: str
+    evidence: Evidence
+    #: Kernel version to install on the virtual device for witnesses (an affected one).
+    kernel_version: str
+    #: Concrete values for inputs the triggers only bound (e.g. head dims above 192).
+    witness_shapes: tuple[Mapping[str, Any], ...] = ({},)
+    controls: tuple[Control, ...] = field(default=())
+    #: TE releases in which the backend path exists at all (informational).
+    te_releases: str = ""
+
+    @property
+    def role(self) -> Role:
+        return ROLES[self.backend]
+
+    def triggered_by(self, scenario: Scenario) -> bool:
+        """True iff the kernel would fail for `scenario`: the hazard's definition."""
+        return (
+            scenario.compute_capability in self.architectures
+            and all(condition.holds(scenario) for condition in self.triggers)
+            and self.evidence.affects(getattr(scenario, PACKAGE_FIELD[self.backend]) or "0")
+        )
+
+    def trigger_values(self) -> dict[str, Any]:
+        """Scenario fields that put every trigger in its hazardous state."""
+        values: dict[str, Any] = {}
+        for condition in self.triggers:
+            if condition.input == "padded_head_dim":
+                continue  # chosen by witness_shapes, which set both head dims
+            if condition.op == "==":
+                values[condition.input] = condition.value
+            elif condition.op == ">" and condition.input == "attention_dropout":
+                values[condition.input] = round(condition.value + 0.1, 6)
+            else:
+                raise ValueError(f"{self.id}: cannot derive a witness value for {condition}")
+        return values
+
+    def witnesses(self) -> Iterator[Scenario]:
+        """Scenarios inside the hazard: every architecture x shape x backend environment.
+
+        Two environments per point: TE's defaults, and the hazard's backend left as the only
+        flash backend with fused attention off (seed 000's reproduction), where "available"
+        and "selected" coincide.
+        """
+        base = Scenario(**{PACKAGE_FIELD[self.backend]: self.kernel_version}).with_changes(
+            self.trigger_values()
+        )
+        for arch, shape, env in itertools.product(
+            self.architectures, self.witness_shapes, ({}, ISOLATING_ENV[self.backend])
+        ):
+            yield base.with_changes({"compute_capability": arch, "env": env, **shape})
+
+    def control_scenarios(self, witness: Scenario) -> Iterator[tuple[Control, Scenario]]:
+        for control in self.controls:
+            yield control, witness.with_changes(control.changes)
+
+
+FA4_SM12X_DETERMINISTIC_BACKWARD = Hazard(
+    id="TEA001",
+    backend="FA4",
+    title="FlashAttention 4 chosen for deterministic backward on SM 12.x",
+    architectures=((12, 0), (12, 1)),
+    triggers=(
+        Condition("deterministic", "==", True),
+        Condition("backward", "==", True),
+    ),
+    message=(
+        "Disabling FlashAttention 4 for deterministic backward on sm120: the CuTe SM 12.0 "
+        "backward kernel does not support deterministic execution."
+    ),
+    section="determinism",
+    evidence=Evidence(
+        package="flash-attn-4",
+        file="flash_attn/cute/interface.py",
+        line=1401,
+        text='assert deterministic is False, "deterministic backward not supported on SM 12.0"',
+        affected=">=4.0.0b24",
+        reference="backward, branch `arch // 10 == 12`; seen 4.0.0b24 through 4.0.0b36",
+    ),
+    kernel_version="4.0.0b24",
+    controls=(
+        Control("eval", {"training": False, "backward": False}),
+        Control("forward only", {"backward": False}, needs="requires_backward"),
+        Control("nondeterministic training", {"deterministic": False}),
+        Control("sm90", {"compute_capability": (9, 0)}),
+        Control("sm100", {"compute_capability": (10, 0)}),
+    ),
+    te_releases="2.15.0 onward",
+)
+
+FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD = Hazard(
+    id="TEA002",
+    backend="FA2",
+    title="FlashAttention 2 chosen for head dim > 192 with dropout on 99 KB shared-memory GPUs",
+    architectures=((8, 6), (8, 9), (12, 0), (12, 1)),
+    triggers=(
+        Condition("padded_head_dim", ">", 192),
+        Condition("attention_dropout", ">", 0.0),
+        Condition("training", "==", True),
+        Condition("backward", "==", True),
+    ),
+    message=(
+        "Disabling FlashAttention 2 for head_dim > 192 with dropout on GPUs with 99 KB of shared"
+        " memory per block: its backward launches no kernel and leaves dq/dk/dv unwritten."
+    ),
+    section="head_dim",
+    evidence=Evidence(
+        package="flash-attn",
+        file="csrc/flash_attn/src/flash_bwd_launch_template.h",
+        line=None,
+        text="run_mha_bwd_hdim256: `} else { // sm86 and sm89, max smem is 99 KB. Only works"
+        " without dropout.` launches a kernel only `if constexpr(!Is_dropout)`",
+        affected=">=2.7.3",
+        reference="check removed in flash-attn 2.7.3 (bbb21d6, PR #1427); flash-attn #3053",
+    ),
+    kernel_version="2.8.3",
+    witness_shapes=(
+        {"head_dim_qk": 256, "head_dim_v": 256},
+        {"head_dim_qk": 224, "head_dim_v": 224},
+        {"head_dim_qk": 192, "head_dim_v": 256},
+    ),
+    controls=(
+        Control("no dropout", {"attention_dropout": 0.0}),
+        Control("eval", {"training": False, "backward": False}),
+        Control("forward only", {"backward": False}, needs="requires_backward"),
+        Control("head dim 192", {"head_dim_qk": 192, "head_dim_v": 192}),
+        Control("sm100", {"compute_capability": (10, 0)}),
+        Control("sm90", {"compute_capability": (9, 0)}),
+        Control("sm80", {"compute_capability": (8, 0)}),
+    ),
+    te_releases="1.9 onward (FA2 head dim > 192 on sm120 admitted from 2.1)",
+)
+
+HAZARDS: tuple[Hazard, ...] = (FA4_SM12X_DETERMINISTIC_BACKWARD, FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD)
+
+
+def get_hazard(hazard_id: str) -> Hazard:
+    for hazard in HAZARDS:
+        if hazard.id == hazard_id:
+            return hazard
+    raise KeyError(f"unknown hazard {hazard_id!r}; known: {[h.id for h in HAZARDS]}")

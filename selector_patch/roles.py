@@ -1,0 +1,62 @@
+"""Backends by role, and the names each TE dialect gives their flags.
+
+A hazard names its backend by role ("FA4"), because the same backend is spelt differently across
+releases: FA2 is `use_flash_attention` guarded by the module global `_flash_attn_is_installed`
+in TE 1.9 - 2.2, and `use_flash_attention_2` guarded by `FlashAttentionUtils.is_installed`
+from 2.3 on. The lint plugin resolves a role to the names a selector actually binds, and the
+codemod renders guards with those names. Candidates are listed newest dialect first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    #: How TE's log lines call the backend ("Disabling FlashAttention 4 ...").
+    display: str
+    #: Selector-local flag names, newest dialect first; the first one a selector binds wins.
+    flags: tuple[str, ...]
+    #: Expressions TE uses for "this backend's package is installed", newest dialect first.
+    installed: tuple[str, ...] = ()
+    #: The reference backend is exempt from the generic filter-coverage rules.
+    reference: bool = False
+    #: Major version of the flash-attn package behind the role, if any.
+    flash_major: int | None = None
+
+
+ROLES: dict[str, Role] = {
+    role.name: role
+    for role in (
+        Role(
+            "FA2",
+            "FlashAttention 2",
+            flags=("use_flash_attention_2", "use_flash_attention"),
+            installed=("FlashAttentionUtils.is_installed", "_flash_attn_is_installed"),
+            flash_major=2,
+        ),
+        Role(
+            "FA3",
+            "FlashAttention 3",
+            flags=("use_flash_attention_3",),
+            installed=("FlashAttentionUtils.v3_is_installed", "_flash_attn_3_is_installed"),
+            flash_major=3,
+        ),
+        Role(
+            "FA4",
+            "FlashAttention 4",
+            flags=("use_flash_attention_4",),
+            installed=("FlashAttentionUtils.v4_is_installed",),
+            flash_major=4,
+        ),
+        Role("FUSED", "FusedAttention", flags=("use_fused_attention",)),
+        Role(
+            "UNFUSED",
+            "UnfusedDotProductAttention",
+            flags=("use_unfused_attention",),
+            reference=True,
+        ),
+    )
+}
