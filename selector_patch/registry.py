@@ -11,7 +11,9 @@ hazard's own trigger.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
@@ -37,10 +39,10 @@ class Evidence:
 
     package: str
     file: str
-    line: int | None
     text: str
     #: Versions of `package` that carry the defect, as a PEP 440 specifier.
     affected: str
+    line: int | None = None
     reference: str = ""
 
     def affects(self, version: str) -> bool:
@@ -122,6 +124,40 @@ class Hazard:
         for control in self.controls:
             yield control, witness.with_changes(control.changes)
 
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], where: str = "hazard") -> "Hazard":
+        """A hazard from its TOML/JSON form (what users declare and the miner emits).
+
+        Raises `ValueError` naming the offending key, e.g. `hazards[0].triggers[1].op`.
+        """
+        return _hazard_from_mapping(data, where)
+
+    def to_mapping(self) -> dict[str, Any]:
+        """The TOML/JSON form; `Hazard.from_mapping(h.to_mapping()) == h`."""
+        return {
+            "id": self.id,
+            "backend": self.backend,
+            "title": self.title,
+            "architectures": [list(arch) for arch in self.architectures],
+            "triggers": [{"input": c.input, "op": c.op, "value": c.value} for c in self.triggers],
+            "message": self.message,
+            "section": self.section,
+            "evidence": {
+                k: v for k, v in dataclasses.asdict(self.evidence).items() if v is not None
+            },
+            "kernel_version": self.kernel_version,
+            "witness_shapes": [dict(shape) for shape in self.witness_shapes],
+            "controls": [
+                {
+                    "name": c.name,
+                    "changes": _plain(c.changes),
+                    **({"needs": c.needs} if c.needs else {}),
+                }
+                for c in self.controls
+            ],
+            "te_releases": self.te_releases,
+        }
+
 
 FA4_SM12X_DETERMINISTIC_BACKWARD = Hazard(
     id="TEA001",
@@ -198,6 +234,97 @@ FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD = Hazard(
     ),
     te_releases="1.9 onward (FA2 head dim > 192 on sm120 admitted from 2.1)",
 )
+
+SECTIONS = ("determinism", "head_dim")
+HAZARD_ID = re.compile(r"TEA0[0-9]{2}")
+
+
+def _plain(changes: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in changes.items()}
+
+
+def _require(data: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    if key not in data:
+        raise ValueError(f"{where}.{key}: missing")
+    value = data[key]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind):
+        raise ValueError(f"{where}.{key}: expected {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _architecture(value: Any, where: str) -> tuple[int, int]:
+    if not (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, int) for v in value)
+    ):
+        raise ValueError(f"{where}: expected [major, minor], got {value!r}")
+    return (value[0], value[1])
+
+
+def _hazard_from_mapping(data: Mapping[str, Any], where: str) -> Hazard:
+    known = {f.name for f in dataclasses.fields(Hazard)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{where}.{unknown[0]}: unknown key; known: {sorted(known)}")
+    hazard_id = _require(data, "id", str, where)
+    if not HAZARD_ID.fullmatch(hazard_id):
+        raise ValueError(f"{where}.id: {hazard_id!r} must look like TEA0NN (a flake8 code)")
+    backend = _require(data, "backend", str, where)
+    if backend not in PACKAGE_FIELD:
+        raise ValueError(f"{where}.backend: {backend!r} is not one of {sorted(PACKAGE_FIELD)}")
+    section = _require(data, "section", str, where)
+    if section not in SECTIONS:
+        raise ValueError(f"{where}.section: {section!r} is not one of {list(SECTIONS)}")
+    triggers = []
+    for index, trigger in enumerate(_require(data, "triggers", list, where)):
+        at = f"{where}.triggers[{index}]"
+        try:
+            triggers.append(
+                Condition(
+                    _require(trigger, "input", str, at),
+                    _require(trigger, "op", str, at),
+                    trigger.get("value"),
+                )
+            )
+        except ValueError as error:
+            raise ValueError(f"{at}: {error}") from None
+    evidence_data = _require(data, "evidence", dict, where)
+    try:
+        evidence = Evidence(**evidence_data)
+    except TypeError as error:
+        raise ValueError(f"{where}.evidence: {error}") from None
+    controls = tuple(
+        Control(
+            _require(control, "name", str, f"{where}.controls[{index}]"),
+            {
+                k: tuple(v) if isinstance(v, list) else v
+                for k, v in _require(control, "changes", dict, f"{where}.controls[{index}]").items()
+            },
+            control.get("needs"),
+        )
+        for index, control in enumerate(data.get("controls", []))
+    )
+    return Hazard(
+        id=hazard_id,
+        backend=backend,
+        title=_require(data, "title", str, where),
+        architectures=tuple(
+            _architecture(a, f"{where}.architectures[{i}]")
+            for i, a in enumerate(_require(data, "architectures", list, where))
+        ),
+        triggers=tuple(triggers),
+        message=_require(data, "message", str, where),
+        section=section,
+        evidence=evidence,
+        kernel_version=_require(data, "kernel_version", str, where),
+        witness_shapes=tuple(data.get("witness_shapes", [{}])),
+        controls=controls,
+        te_releases=data.get("te_releases", ""),
+    )
+
 
 HAZARDS: tuple[Hazard, ...] = (FA4_SM12X_DETERMINISTIC_BACKWARD, FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD)
 

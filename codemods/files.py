@@ -1,0 +1,90 @@
+"""Reading and rewriting a selector without ever leaving it half-written.
+
+A file the codemod cannot fully understand is refused before anything is written: unreadable,
+read-only, not UTF-8, binary. A rewrite goes to a temporary file beside the target (same
+filesystem), takes the target's mode, and replaces it in one `os.replace`; a symlink is written
+through to its target and stays a link. An exclusive lock on the target serialises concurrent
+runs, and the bytes are compared again under the lock (compare-and-swap), so two runs on one
+checkout produce what one run produces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+
+class FileError(Exception):
+    """A one-line reason why a file cannot be read or rewritten safely."""
+
+
+def decode(path: Path, data: bytes) -> str:
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise FileError(f"{path}: binary file (NUL byte at offset {nul})")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise FileError(
+            f"{path}: not UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start})"
+        ) from None
+
+
+def read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise FileError(f"{path}: cannot read: {error.strerror}") from None
+
+
+def check_writable(path: Path) -> None:
+    """Refuse read-only targets up front, also for root (whom `os.access` always lets write)."""
+    target = path.resolve()
+    mode = target.stat().st_mode
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(target, os.W_OK):
+        raise FileError(f"{path}: read-only file")
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        raise FileError(f"{path}: cannot write: directory {target.parent} is not writable")
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on `path`'s target while the body runs."""
+    try:
+        handle = open(path.resolve(), "rb")
+    except OSError as error:
+        raise FileError(f"{path}: cannot open: {error.strerror}") from None
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def replace_atomically(path: Path, data: bytes) -> None:
+    """Write `data` to `path`'s target through a temporary file and one rename."""
+    target = path.resolve()
+    mode = stat.S_IMODE(target.stat().st_mode)
+    try:
+        descriptor, temporary = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+        )
+    except OSError as error:
+        raise FileError(f"{path}: cannot create a temporary file: {error.strerror}") from None
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

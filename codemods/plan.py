@@ -1,0 +1,95 @@
+"""What the codemod will do to one selector, decided by meaning, before any byte changes.
+
+For each hazard the analyzer says whether the selector has the backend at all (else
+"not-applicable"), whether every witness already ends with the backend off (else the guard is
+missing), and where TE's own code puts such a filter (the anchor). The plan is plain data so the
+libcst command, `--check`, `--json` and the self-check all read the same decision.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from codemods.render import render_guard
+from lint_plugin.analysis import analyze_hazard
+from lint_plugin.anchors import find_anchor
+from lint_plugin.dialect import Dialect, find_selectors
+from selector_patch.registry import Hazard
+
+NOT_APPLICABLE = "not-applicable"
+ALREADY_GUARDED = "already-guarded"
+INSERTED = "inserted"
+
+
+class PlanError(Exception):
+    """The selector cannot be patched safely; the message is the cause, in one line."""
+
+
+@dataclass(frozen=True)
+class Insertion:
+    hazard_id: str
+    #: Position (1-based line, 0-based column) of the anchor statement.
+    line: int
+    column: int
+    #: "before" or "after" the anchor.
+    position: str
+    #: The guard, indented at `column`.
+    source: str
+
+
+@dataclass
+class Plan:
+    statuses: dict[str, str] = field(default_factory=dict)
+    insertions: list[Insertion] = field(default_factory=list)
+
+
+def selector_function(module: ast.Module) -> ast.FunctionDef:
+    functions = find_selectors(module)
+    if not functions:
+        raise PlanError("no get_attention_backend() function: not a TE attention selector")
+    if len(functions) > 1:
+        lines = ", ".join(str(f.lineno) for f in functions)
+        raise PlanError(f"several get_attention_backend() definitions (lines {lines})")
+    return functions[0]
+
+
+def plan_insertions(code: str, hazards: Sequence[Hazard]) -> Plan:
+    """Decide, per hazard, not-applicable / already-guarded / inserted (and where)."""
+    try:
+        module = ast.parse(code)
+    except SyntaxError as error:
+        raise PlanError(f"syntax error at line {error.lineno}: {error.msg}") from None
+    function = selector_function(module)
+    dialect = Dialect(function, module)
+    plan = Plan()
+    for hazard in hazards:
+        verdict = analyze_hazard(module, function, hazard)
+        if not verdict.applicable:
+            plan.statuses[hazard.id] = NOT_APPLICABLE
+        elif not verdict.reachable:
+            plan.statuses[hazard.id] = ALREADY_GUARDED
+        else:
+            plan.statuses[hazard.id] = INSERTED
+            plan.insertions.append(_insertion(hazard, function, dialect))
+    return plan
+
+
+def _insertion(hazard: Hazard, function: ast.FunctionDef, dialect: Dialect) -> Insertion:
+    if "logger" not in dialect.bound:
+        raise PlanError(f"cannot insert {hazard.id}: the selector binds no `logger`")
+    anchor = find_anchor(function, dialect, hazard.section)
+    if anchor is None:
+        raise PlanError(
+            f"cannot place {hazard.id}: no {hazard.section} filter section found"
+            " (refactored selector?)"
+        )
+    statement = anchor.statement
+    return Insertion(
+        hazard_id=hazard.id,
+        line=statement.lineno,
+        column=statement.col_offset,
+        position=anchor.position,
+        source=render_guard(hazard, dialect, " " * statement.col_offset),
+    )

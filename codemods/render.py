@@ -1,0 +1,92 @@
+"""A hazard's guard as Python source, in the selector's own names and TE's own idiom.
+
+TE writes a filter as: the backend flag and the conditions in one `if`, the reason logged at
+debug level only when the package is installed (so users without it see no noise), then the
+flag set False. The text is laid out exactly as black (line length 100, TE's setting) would lay
+it out, so that a selector that passed `black --check` still does after the codemod.
+"""
+
+from __future__ import annotations
+
+import json
+
+from lint_plugin.dialect import Dialect
+from selector_patch.registry import Hazard
+from selector_patch.scenario import Condition
+
+LINE_LENGTH = 100
+INDENT = "    "
+
+
+def condition_source(condition: Condition, dialect: Dialect) -> str:
+    """One trigger as a selector expression, e.g. `attention_dropout > 0.0`."""
+    expression = dialect.input_expression(condition.input)
+    if condition.op == "==" and condition.value is True:
+        return expression
+    if condition.op == "==" and condition.value is False:
+        return f"not {expression}"
+    return f"{expression} {condition.op} {condition.value!r}"
+
+
+def architecture_source(architectures: tuple[tuple[int, int], ...]) -> str:
+    if len(architectures) == 1:
+        return f"device_compute_capability == {architectures[0]!r}"
+    return f"device_compute_capability in {tuple(architectures)!r}"
+
+
+def guard_operands(hazard: Hazard, dialect: Dialect) -> list[str]:
+    """The `and`-ed operands of the guard's test, flag first, duplicates dropped."""
+    operands = [dialect.flag(hazard.backend)]
+    operands += [condition_source(condition, dialect) for condition in hazard.triggers]
+    operands.append(architecture_source(hazard.architectures))
+    return list(dict.fromkeys(operands))
+
+
+def _if_header(operands: list[str], indent: str) -> list[str]:
+    """`if a and b:` in the first of black's three layouts that fits."""
+    test = " and ".join(operands)
+    if len(f"{indent}if {test}:") <= LINE_LENGTH:
+        return [f"{indent}if {test}:"]
+    inner = indent + INDENT
+    if len(inner + test) <= LINE_LENGTH:
+        return [f"{indent}if (", inner + test, f"{indent}):"]
+    conjuncts = [inner + operands[0], *(f"{inner}and {operand}" for operand in operands[1:])]
+    return [f"{indent}if (", *conjuncts, f"{indent}):"]
+
+
+def _string_chunks(message: str, width: int) -> list[str]:
+    """Split `message` at spaces into double-quoted literals no wider than `width`."""
+    chunks, current = [], ""
+    for word in message.split(" "):
+        candidate = f"{current} {word}" if current else word
+        if current and len(json.dumps(candidate)) > width:
+            chunks.append(current)
+            candidate = " " + word  # TE starts continuation literals with the space
+        current = candidate
+    chunks.append(current)
+    return [json.dumps(chunk) for chunk in chunks]
+
+
+def _debug_call(message: str, indent: str) -> list[str]:
+    """`logger.debug("...")`, wrapped into implicitly concatenated literals when too long."""
+    literal = json.dumps(message)
+    if len(f"{indent}logger.debug({literal})") <= LINE_LENGTH:
+        return [f"{indent}logger.debug({literal})"]
+    inner = indent + INDENT
+    chunks = _string_chunks(message, LINE_LENGTH - len(inner))
+    return [f"{indent}logger.debug(", *(inner + chunk for chunk in chunks), f"{indent})"]
+
+
+def render_guard(hazard: Hazard, dialect: Dialect, indent: str = INDENT) -> str:
+    """The guard statement for `hazard`, indented for a statement at `indent`."""
+    flag = dialect.flag(hazard.backend)
+    body = indent + INDENT
+    lines = _if_header(guard_operands(hazard, dialect), indent)
+    installed = dialect.installed(hazard.backend)
+    if installed is not None:
+        lines.append(f"{body}if {installed}:")
+        lines += _debug_call(hazard.message, body + INDENT)
+    else:
+        lines += _debug_call(hazard.message, body)
+    lines.append(f"{body}{flag} = False")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,57 @@
+"""Before/after pairs for the codemod, one per TE dialect (libcst `CodemodTest` style).
+
+Each `codemod_pairs/NAME.before.py` is a small synthetic selector of one dialect's shape; its
+`NAME.after.py` is exactly what the codemod must produce (absent when nothing may change).
+Real releases are covered by `test_codemod_corpus.py`.
+"""
+
+import contextlib
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.codemod import CodemodContext, CodemodTest, SkipFile
+
+from codemods.command import InsertSelectorGuards
+
+PAIRS = Path(__file__).parent / "codemod_pairs"
+
+#: What the codemod must decide for each pair.
+EXPECTED_STATUSES = {
+    "te2_fa4": {"TEA001": "inserted", "TEA002": "inserted"},
+    "te2_no_fa4": {"TEA001": "not-applicable", "TEA002": "inserted"},
+    "te21_module_globals": {"TEA001": "not-applicable", "TEA002": "inserted"},
+    "te1_allowlist_excludes": {"TEA001": "not-applicable", "TEA002": "already-guarded"},
+    "main_requires_backward": {"TEA001": "already-guarded", "TEA002": "inserted"},
+}
+
+
+class _Pair(CodemodTest):
+    TRANSFORM = InsertSelectorGuards
+
+    def runTest(self) -> None:  # pragma: no cover - unittest needs a test method to exist
+        pass
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_STATUSES))
+def test_pair(name: str) -> None:
+    before = (PAIRS / f"{name}.before.py").read_text()
+    after_path = PAIRS / f"{name}.after.py"
+    unchanged = not after_path.exists()
+    after = before if unchanged else after_path.read_text()
+    _Pair().assertCodemod(before, after, expected_skip=unchanged)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_STATUSES))
+def test_pair_statuses(name: str) -> None:
+    command = InsertSelectorGuards(CodemodContext())
+    with contextlib.suppress(SkipFile):  # raised when there is nothing to insert
+        command.transform_module(cst.parse_module((PAIRS / f"{name}.before.py").read_text()))
+    assert command.statuses == EXPECTED_STATUSES[name]
+
+
+@pytest.mark.parametrize("name", sorted(p.name.removesuffix(".after.py") for p in PAIRS.glob("*.after.py")))
+def test_after_is_a_fixed_point(name: str) -> None:
+    """A second run changes nothing: the analyzer finds its own guards."""
+    after = (PAIRS / f"{name}.after.py").read_text()
+    _Pair().assertCodemod(after, after, expected_skip=True)
