@@ -25,17 +25,10 @@ import libcst as cst
 from libcst.codemod import CodemodContext, SkipFile
 
 from codemods.command import InsertSelectorGuards
-from codemods.files import (
-    FileError,
-    check_writable,
-    decode,
-    locked,
-    read_bytes,
-    replace_atomically,
-)
+from codemods.files import FileError, check_writable, locked, replace_atomically
 from codemods.plan import INSERTED, PlanError, plan_insertions
 from selector_patch.registry import HAZARDS, Hazard, get_hazard
-from selector_patch.sources import SelectorSource, SourceError, resolve
+from selector_patch.sources import SelectorSource, SourceError, read_text, resolve
 
 MISSING = "missing"
 
@@ -100,7 +93,7 @@ def run_one(source: SelectorSource, hazards: Sequence[Hazard], mode: str) -> Out
     if mode == "write":
         check_writable(path)
     with locked(path) if mode == "write" else contextlib.nullcontext():
-        outcome = Outcome(source, original=decode(path, read_bytes(path)))
+        outcome = Outcome(source, original=read_text(path))
         if mode == "check":
             statuses = plan_insertions(outcome.original, hazards).statuses
             outcome.statuses = {h: MISSING if s == INSERTED else s for h, s in statuses.items()}

@@ -23,25 +23,6 @@ class FileError(Exception):
     """A one-line reason why a file cannot be read or rewritten safely."""
 
 
-def decode(path: Path, data: bytes) -> str:
-    nul = data.find(b"\0")
-    if nul >= 0:
-        raise FileError(f"{path}: binary file (NUL byte at offset {nul})")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise FileError(
-            f"{path}: not UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start})"
-        ) from None
-
-
-def read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as error:
-        raise FileError(f"{path}: cannot read: {error.strerror}") from None
-
-
 def check_writable(path: Path) -> None:
     """Refuse read-only targets up front, also for root (whom `os.access` always lets write)."""
     target = path.resolve()

@@ -12,20 +12,9 @@ import json
 
 from lint_plugin.dialect import Dialect
 from selector_patch.registry import Hazard
-from selector_patch.scenario import Condition
 
 LINE_LENGTH = 100
 INDENT = "    "
-
-
-def condition_source(condition: Condition, dialect: Dialect) -> str:
-    """One trigger as a selector expression, e.g. `attention_dropout > 0.0`."""
-    expression = dialect.input_expression(condition.input)
-    if condition.op == "==" and condition.value is True:
-        return expression
-    if condition.op == "==" and condition.value is False:
-        return f"not {expression}"
-    return f"{expression} {condition.op} {condition.value!r}"
 
 
 def architecture_source(architectures: tuple[tuple[int, int], ...]) -> str:
@@ -37,7 +26,7 @@ def architecture_source(architectures: tuple[tuple[int, int], ...]) -> str:
 def guard_operands(hazard: Hazard, dialect: Dialect) -> list[str]:
     """The `and`-ed operands of the guard's test, flag first, duplicates dropped."""
     operands = [dialect.flag(hazard.backend)]
-    operands += [condition_source(condition, dialect) for condition in hazard.triggers]
+    operands += [dialect.condition_source(condition) for condition in hazard.triggers]
     operands.append(architecture_source(hazard.architectures))
     return list(dict.fromkeys(operands))
 

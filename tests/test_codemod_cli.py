@@ -170,3 +170,14 @@ def test_concurrent_runs_make_what_one_run_makes(selector: Path) -> None:
     processes = [subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE) for _ in range(4)]
     assert [p.wait() for p in processes] == [0, 0, 0, 0]
     assert selector.read_text() == AFTER
+
+
+def test_runs_as_a_libcst_codemod_command(selector: Path) -> None:
+    """`python -m libcst.tool codemod` finds the command through `.libcst.codemod.yaml`."""
+    command = ["-m", "libcst.tool", "codemod", "command.InsertSelectorGuards", str(selector)]
+    completed = subprocess.run([sys.executable, *command], cwd=REPO, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+    assert selector.read_text() == AFTER
+    completed = subprocess.run([sys.executable, *command], cwd=REPO, capture_output=True, text=True)
+    assert "Skipped 1 files" in completed.stderr
+    assert selector.read_text() == AFTER

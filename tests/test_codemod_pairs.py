@@ -50,7 +50,9 @@ def test_pair_statuses(name: str) -> None:
     assert command.statuses == EXPECTED_STATUSES[name]
 
 
-@pytest.mark.parametrize("name", sorted(p.name.removesuffix(".after.py") for p in PAIRS.glob("*.after.py")))
+@pytest.mark.parametrize(
+    "name", sorted(p.name.removesuffix(".after.py") for p in PAIRS.glob("*.after.py"))
+)
 def test_after_is_a_fixed_point(name: str) -> None:
     """A second run changes nothing: the analyzer finds its own guards."""
     after = (PAIRS / f"{name}.after.py").read_text()

@@ -26,13 +26,14 @@ def get_attention_backend(attention_params=None):
     use_unfused_attention = int(os.getenv("NVTE_UNFUSED_ATTN", "1"))
 
     # Filter: Head dimension
+    if use_flash_attention and head_dim_qk != head_dim_v:
+        if _flash_attn_is_installed:
+            logger.debug("Disabling FlashAttention as it does not support MLA.")
+        use_flash_attention = False
     if use_flash_attention and (
         head_dim_qk > 256
         or head_dim_qk % 8 != 0
-        or (
-            head_dim_qk > 192
-            and device_compute_capability not in ((8, 0), (9, 0))
-        )
+        or (head_dim_qk > 192 and device_compute_capability not in ((8, 0), (9, 0)))
     ):
         if _flash_attn_is_installed:
             logger.debug("Disabling FlashAttention due to unsupported head_dim_qk and head_dim_v.")

@@ -26,6 +26,10 @@ def get_attention_backend(attention_params=None):
     use_unfused_attention = int(os.getenv("NVTE_UNFUSED_ATTN", "1"))
 
     # Filter: Head dimension
+    if use_flash_attention and head_dim_qk != head_dim_v:
+        if _flash_attn_is_installed:
+            logger.debug("Disabling FlashAttention as it does not support MLA.")
+        use_flash_attention = False
     if use_flash_attention and (
         head_dim_qk > 256
         or head_dim_qk % 8 != 0

@@ -39,11 +39,15 @@ def get_attention_backend(attention_params=None):
 
     # Filter: Head dimension
     fa2_padded_head_dim = max(head_dim_qk, head_dim_v)
-    if use_flash_attention_2 and (
-        fa2_padded_head_dim > 256
-        or (
-            fa2_padded_head_dim > 192
-            and device_compute_capability not in ((8, 0), (9, 0), (10, 0), (12, 0))
+    if (
+        use_flash_attention_2
+        and FlashAttentionUtils.is_installed
+        and (
+            fa2_padded_head_dim > 256
+            or (
+                fa2_padded_head_dim > 192
+                and device_compute_capability not in ((8, 0), (9, 0), (10, 0), (12, 0))
+            )
         )
     ):
         logger.debug("Disabling FlashAttention 2 due to unsupported head_dim")

@@ -34,11 +34,15 @@ def get_attention_backend(attention_params=None):
         use_fused_attention = False
 
     # Filter: Head dimension
-    if use_flash_attention_2 and (
-        max(head_dim_qk, head_dim_v) > 256
-        or (
-            max(head_dim_qk, head_dim_v) > 192
-            and device_compute_capability not in ((8, 0), (9, 0), (10, 0), (12, 0))
+    if (
+        use_flash_attention_2
+        and FlashAttentionUtils.is_installed
+        and (
+            max(head_dim_qk, head_dim_v) > 256
+            or (
+                max(head_dim_qk, head_dim_v) > 192
+                and device_compute_capability not in ((8, 0), (9, 0), (10, 0), (12, 0))
+            )
         )
     ):
         logger.debug("Disabling FlashAttention 2 due to unsupported head_dim")

@@ -1,0 +1,230 @@
+"""Where a TE attention selector comes from: a checkout, a file, the installed TE, or a release.
+
+Every tool in this project takes one *source spec* and needs the same three answers: which file
+holds `get_attention_backend`, which directory holds the `transformer_engine/` package around
+it (so the file's sibling imports resolve), and which TE version that is. `resolve` answers them
+once for all callers. Released selectors are fetched with `pip download --no-deps` (every TE
+release on PyPI is a pure-Python wheel) into a per-user cache and reused afterwards; nothing here
+imports TE.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+#: Every TE release on PyPI from the first with today's selector shape to the newest studied.
+CORPUS_RELEASES: tuple[str, ...] = (
+    "1.9.0.post1", "1.10.0", "1.11.0", "1.12.0", "1.13.0",
+    "2.1.0", "2.2.0", "2.3.0", "2.4.0", "2.5.0", "2.6.0", "2.6.0.post1", "2.7.0", "2.8.0",
+    "2.9.0", "2.10.0", "2.11.0", "2.12.0", "2.13.0", "2.14.0", "2.14.1", "2.15.0", "2.16.0",
+    "2.16.1", "2.17.0", "2.17.1", "2.18.0", "2.19.0", "2.20.2",
+)  # fmt: skip
+
+#: Where the selector lives, relative to the directory holding `transformer_engine/`, newest
+#: layout first: 2.3+, then 2.2, then 1.9 - 2.1. TE 2.2 still ships an `attention.py` beside
+#: its new `dot_product_attention/utils.py`, so the first candidate that defines the selector wins.
+SELECTOR_PATHS: tuple[str, ...] = (
+    "transformer_engine/pytorch/attention/dot_product_attention/utils.py",
+    "transformer_engine/pytorch/dot_product_attention/utils.py",
+    "transformer_engine/pytorch/attention.py",
+)
+
+SELECTOR_DEFINITION = "def get_attention_backend("
+DISTRIBUTION = "transformer_engine"
+#: The version file of a TE source checkout, relative to the checkout root.
+CHECKOUT_VERSION_FILE = "build_tools/VERSION.txt"
+CACHE_VARIABLE = "TE_ATTN_GUARDS_CACHE"
+
+
+class SourceError(Exception):
+    """A spec that names no usable selector; `str()` is one line, `"<path or spec>: <cause>"`."""
+
+    def __init__(self, where: object, cause: str) -> None:
+        super().__init__(f"{where}: {cause}")
+
+
+@dataclass(frozen=True)
+class SelectorSource:
+    """A resolved selector file and what is known around it."""
+
+    #: The file that defines `get_attention_backend`.
+    path: Path
+    #: The directory holding `transformer_engine/`, or None for a file outside any TE tree.
+    root: Path | None
+    te_version: str | None
+    #: "checkout" | "file" | "installed" | "release"
+    origin: str
+
+
+def resolve(spec: str) -> SelectorSource:
+    """Resolve a directory, a `.py` file, `installed` or a release version such as `2.17.1`."""
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        root = _tree_root(path)
+        return SelectorSource(_find_selector(root, spec), root, _tree_version(root), "checkout")
+    if path.is_file():
+        return _from_file(path)
+    if spec == "installed":
+        return _from_installed()
+    if _is_version(spec):
+        root = _release_tree(spec)
+        return SelectorSource(_find_selector(root, spec), root, _tree_version(root), "release")
+    raise SourceError(spec, "no such file or directory, and not `installed` or a TE version")
+
+
+def cache_dir() -> Path:
+    """The per-user cache of extracted releases (`$TE_ATTN_GUARDS_CACHE` overrides it)."""
+    configured = os.environ.get(CACHE_VARIABLE)
+    if configured:
+        return Path(configured).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "te-attn-guards"
+
+
+def _tree_root(directory: Path) -> Path:
+    """The directory holding `transformer_engine/`: `directory` itself or its parent."""
+    directory = directory.resolve()
+    if directory.name == "transformer_engine" and not (directory / "transformer_engine").is_dir():
+        return directory.parent
+    return directory
+
+
+def _find_selector(root: Path, where: object) -> Path:
+    for relative in SELECTOR_PATHS:
+        candidate = root / relative
+        if candidate.is_file() and SELECTOR_DEFINITION in read_text(candidate):
+            return candidate
+    raise SourceError(
+        where, f"no TE attention selector found (looked for {', '.join(SELECTOR_PATHS)})"
+    )
+
+
+def read_text(path: Path) -> str:
+    """A selector's text, or a `SourceError` that says exactly why it is not one."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise SourceError(path, f"cannot read: {error.strerror}") from None
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise SourceError(path, f"binary file (NUL byte at offset {nul})")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SourceError(
+            path, f"not UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start})"
+        ) from None
+
+
+def _from_file(path: Path) -> SelectorSource:
+    """A bare `.py` file; when it sits at a known place in a TE tree, that tree is its root."""
+    path = path.resolve()
+    if path.suffix != ".py":
+        raise SourceError(path, "not a Python file")
+    if SELECTOR_DEFINITION not in read_text(path):
+        raise SourceError(path, "defines no get_attention_backend()")
+    for relative in SELECTOR_PATHS:
+        parts = Path(relative).parts
+        if path.parts[-len(parts) :] == parts:
+            root = Path(*path.parts[: -len(parts)])
+            return SelectorSource(path, root, _tree_version(root), "file")
+    return SelectorSource(path, None, None, "file")
+
+
+def _tree_version(root: Path) -> str | None:
+    """The TE version recorded beside a tree: wheel metadata, else a checkout's VERSION.txt."""
+    for metadata in sorted(root.glob(f"{DISTRIBUTION}-*.dist-info/METADATA")):
+        version = email.parser.Parser().parsestr(read_text(metadata), headersonly=True)["Version"]
+        if version:
+            return version.strip()
+    version_file = root / CHECKOUT_VERSION_FILE
+    if version_file.is_file():
+        return read_text(version_file).strip() or None
+    return None
+
+
+def _from_installed() -> SelectorSource:
+    """The `transformer_engine` distribution of this interpreter, located but never imported."""
+    try:
+        distribution = importlib.metadata.distribution(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        raise SourceError("installed", f"no {DISTRIBUTION} distribution is installed") from None
+    recorded = {str(file).replace(os.sep, "/"): file for file in distribution.files or ()}
+    for relative in SELECTOR_PATHS:
+        if relative in recorded:
+            path = Path(distribution.locate_file(recorded[relative])).resolve()
+            root = Path(*path.parts[: -len(Path(relative).parts)])
+            return SelectorSource(path, root, distribution.version, "installed")
+    root = Path(distribution.locate_file("")).resolve()
+    return SelectorSource(
+        _find_selector(root, "installed"), root, distribution.version, "installed"
+    )
+
+
+def _is_version(spec: str) -> bool:
+    try:
+        Version(spec)
+    except InvalidVersion:
+        return False
+    return True
+
+
+def _release_tree(version: str) -> Path:
+    """The extracted wheel of TE `version`, downloaded once per cache.
+
+    Download and extraction happen in a private temporary directory that is renamed into place
+    in one step, so concurrent processes never see a half-written release; the loser of a race
+    discards its copy and uses the winner's.
+    """
+    releases = cache_dir() / "releases"
+    final = releases / version
+    if final.is_dir():
+        return final
+    releases.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=releases))
+    try:
+        tree = staging / "tree"
+        _extract(_download(version, staging / "wheel"), tree)
+        try:
+            os.rename(tree, final)
+        except OSError:
+            if not final.is_dir():
+                raise
+    except OSError as error:
+        raise SourceError(version, f"cannot populate {final}: {error}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+def _download(version: str, directory: Path) -> Path:
+    command = [
+        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+        "--quiet", "--dest", str(directory), f"{DISTRIBUTION.replace('_', '-')}=={version}",
+    ]  # fmt: skip
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    wheels = sorted(directory.glob("*.whl"))
+    if completed.returncode != 0 or not wheels:
+        lines = (completed.stderr or completed.stdout).strip().splitlines()
+        cause = lines[-1] if lines else f"exit status {completed.returncode}"
+        raise SourceError(version, f"pip download failed: {cause}")
+    return wheels[0]
+
+
+def _extract(wheel: Path, tree: Path) -> None:
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(tree)
+    except zipfile.BadZipFile as error:
+        raise SourceError(wheel, f"not a wheel: {error}") from None
