@@ -68,21 +68,26 @@ class Outcome:
 
 def transform(code: str, hazards: Sequence[Hazard]) -> tuple[str, dict[str, str]]:
     """Insert the missing guards; return the new code and each hazard's status."""
-    command = InsertSelectorGuards(CodemodContext(), [h.id for h in hazards])
+    command = InsertSelectorGuards(CodemodContext(), [h.id for h in hazards], code=code)
     try:
         module = cst.parse_module(code)
     except cst.ParserSyntaxError as error:
         raise PlanError(f"syntax error at line {error.raw_line}: {error.message}") from None
     try:
-        patched = command.transform_module(module).code
+        # The libcst driver's metadata wrapper would deep-copy the tree; the command needs none.
+        patched = command.transform_module_impl(module).code
     except SkipFile:
         patched = code
     return patched, command.statuses
 
 
-def self_check(patched: str, hazards: Sequence[Hazard]) -> None:
-    """The analyzer must find every applicable hazard guarded in the result."""
-    unguarded = [h for h, s in plan_insertions(patched, hazards).statuses.items() if s == INSERTED]
+def self_check(patched: str, inserted: Sequence[Hazard]) -> None:
+    """The analyzer must find every inserted guard effective in the result.
+
+    Hazards that were already guarded need no second look: a guard only ever switches a flag
+    off, so inserting one cannot make another hazard reachable.
+    """
+    unguarded = [h for h, s in plan_insertions(patched, inserted).statuses.items() if s == INSERTED]
     if unguarded:
         raise PlanError(f"inserted guard for {', '.join(unguarded)} does not verify; not written")
 
@@ -101,7 +106,7 @@ def run_one(source: SelectorSource, hazards: Sequence[Hazard], mode: str) -> Out
             return outcome
         outcome.patched, outcome.statuses = transform(outcome.original, hazards)
         if outcome.changed:
-            self_check(outcome.patched, hazards)
+            self_check(outcome.patched, [h for h in hazards if outcome.statuses[h.id] == INSERTED])
             if mode == "write":
                 replace_atomically(path, outcome.patched.encode("utf-8"))
     return outcome

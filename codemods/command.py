@@ -14,9 +14,9 @@ from typing import Sequence, Union
 
 import libcst as cst
 from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
-from libcst.metadata import PositionProvider
 
-from codemods.plan import Insertion, plan_insertions
+from codemods.align import AlignmentError, statement_nodes
+from codemods.plan import Insertion, PlanError, plan_insertions
 from selector_patch.registry import HAZARDS, get_hazard
 
 Body = Union[cst.Module, cst.IndentedBlock]
@@ -40,13 +40,16 @@ class InsertSelectorGuards(VisitorBasedCodemodCommand):
     """Insert the hazard registry's missing guards into TE's `get_attention_backend`."""
 
     DESCRIPTION = "Insert missing te-attn-guards hazard guards into TE's attention selector."
-    METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, context: CodemodContext, hazards: Sequence[str] = ()) -> None:
+    def __init__(
+        self, context: CodemodContext, hazards: Sequence[str] = (), code: str | None = None
+    ) -> None:
         super().__init__(context)
         self.hazards = tuple(get_hazard(h) for h in hazards) or HAZARDS
-        self.insertions: list[Insertion] = []
+        #: The module's text when the caller has it (saves regenerating it from the tree).
+        self.code = code
         self.statuses: dict[str, str] = {}
+        self._pending: dict[int, list[Insertion]] = {}
 
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
@@ -59,22 +62,48 @@ class InsertSelectorGuards(VisitorBasedCodemodCommand):
         )
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        plan = plan_insertions(tree.code, self.hazards)
+        plan = plan_insertions(self.code if self.code is not None else tree.code, self.hazards)
         self.statuses = plan.statuses
-        self.insertions = plan.insertions
-        if not self.insertions:
+        if not plan.insertions:
             raise SkipFile("every applicable guard is already present")
-        return super().transform_module_impl(tree)
+        try:
+            nodes = statement_nodes(tree, plan.module)
+        except AlignmentError as error:
+            raise PlanError(f"cannot map the selector's statements: {error}") from None
+        self._pending = {}
+        for insertion in plan.insertions:
+            self._pending.setdefault(id(nodes[id(insertion.anchor)]), []).append(insertion)
+        updated = tree.visit(self)
+        if self._pending:
+            lines = sorted(i.anchor.lineno for pending in self._pending.values() for i in pending)
+            raise PlanError(f"cannot insert next to the one-line statement at line {lines[0]}")
+        return updated
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        """Only statement blocks can hold an anchor: skip every expression subtree."""
+        return isinstance(
+            node,
+            (
+                cst.Module,
+                cst.BaseCompoundStatement,
+                cst.BaseSuite,
+                cst.Else,
+                cst.ExceptHandler,
+                cst.ExceptStarHandler,
+                cst.Finally,
+                cst.MatchCase,
+            ),
+        )
 
     def _insert_into(self, original: Body, updated: Body) -> Body:
         body = list(updated.body)
         for index in reversed(range(len(original.body))):
-            start = self.get_metadata(PositionProvider, original.body[index]).start
-            at = [i for i in self.insertions if (i.line, i.column) == (start.line, start.column)]
+            at = self._pending.pop(id(original.body[index]), None)
             if not at:
                 continue
-            before = [parse_at_indent(i.source, i.column) for i in at if i.position == "before"]
-            after = [parse_at_indent(i.source, i.column) for i in at if i.position == "after"]
+            column = at[0].anchor.col_offset
+            before = [parse_at_indent(i.source, column) for i in at if i.position == "before"]
+            after = [parse_at_indent(i.source, column) for i in at if i.position == "after"]
             body[index : index + 1] = [*before, body[index], *after]
         return updated.with_changes(body=body)
 

@@ -30,17 +30,18 @@ class PlanError(Exception):
 @dataclass(frozen=True)
 class Insertion:
     hazard_id: str
-    #: Position (1-based line, 0-based column) of the anchor statement.
-    line: int
-    column: int
+    #: The statement the guard goes next to, in `Plan.module`.
+    anchor: ast.stmt
     #: "before" or "after" the anchor.
     position: str
-    #: The guard, indented at `column`.
+    #: The guard, indented like the anchor.
     source: str
 
 
 @dataclass
 class Plan:
+    #: The parsed selector module the insertions' anchors belong to.
+    module: ast.Module
     statuses: dict[str, str] = field(default_factory=dict)
     insertions: list[Insertion] = field(default_factory=list)
 
@@ -63,7 +64,7 @@ def plan_insertions(code: str, hazards: Sequence[Hazard]) -> Plan:
         raise PlanError(f"syntax error at line {error.lineno}: {error.msg}") from None
     function = selector_function(module)
     dialect = Dialect(function, module)
-    plan = Plan()
+    plan = Plan(module)
     for hazard in hazards:
         verdict = analyze_hazard(module, function, hazard)
         if not verdict.applicable:
@@ -85,11 +86,7 @@ def _insertion(hazard: Hazard, function: ast.FunctionDef, dialect: Dialect) -> I
             f"cannot place {hazard.id}: no {hazard.section} filter section found"
             " (refactored selector?)"
         )
-    statement = anchor.statement
+    indent = " " * anchor.statement.col_offset
     return Insertion(
-        hazard_id=hazard.id,
-        line=statement.lineno,
-        column=statement.col_offset,
-        position=anchor.position,
-        source=render_guard(hazard, dialect, " " * statement.col_offset),
+        hazard.id, anchor.statement, anchor.position, render_guard(hazard, dialect, indent)
     )

@@ -3,19 +3,30 @@
 TE renamed things across releases (see `selector_patch.roles`); forks rename more. Analysis and
 codemod both ask this module, never hard-code a spelling: a role resolves to the first of its
 candidate flag names that the selector function assigns, and an input such as "backward"
-resolves to `requires_backward` where the function binds it, else to `is_training`.
+resolves to `requires_backward` where the function binds it, else to `is_training`. The
+selector's inputs are the fields of its `AttentionParams` argument; their dataclass defaults are
+read from the module, so the analyzer can tell a filter for an optional feature (softcap, FP8,
+KV cache) from one that fires in a plain call.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
+from lint_plugin.program import function_index, selector_parameter
 from selector_patch.roles import ROLES
+from selector_patch.scenario import INPUTS, Condition, Scenario
 
 #: Default names of the functions that select a backend; configurable in the plugin.
 SELECTOR_FUNCTIONS = ("get_attention_backend",)
+#: TE's hardware query whose answer is the device's (major, minor) compute capability.
+COMPUTE_CAPABILITY_QUERY = "get_device_compute_capability"
+#: The `AttentionParams` dataclass, where the selector's argument carries no annotation.
+PARAMS_CLASS = "AttentionParams"
 
 
 def find_selectors(tree: ast.Module, names=SELECTOR_FUNCTIONS) -> list[ast.FunctionDef]:
@@ -29,15 +40,6 @@ def find_selectors(tree: ast.Module, names=SELECTOR_FUNCTIONS) -> list[ast.Funct
     return found
 
 
-def assigned_names(function: ast.FunctionDef) -> set[str]:
-    """Every name the function body binds (its own scope and nested helper scopes)."""
-    names = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-    return names
-
-
 @dataclass
 class Dialect:
     """The names one selector function uses; built once per function."""
@@ -45,9 +47,10 @@ class Dialect:
     function: ast.FunctionDef
     module: ast.Module
 
-    @cached_property
-    def bound(self) -> set[str]:
-        return assigned_names(self.function)
+    @property
+    def bound(self) -> frozenset[str]:
+        """Every name the function body binds (its own scope and nested helper scopes)."""
+        return function_index(self.function).stores
 
     @cached_property
     def module_text_names(self) -> set[str]:
@@ -68,9 +71,18 @@ class Dialect:
                 return name
         return None
 
+    @property
+    def function_text_names(self) -> frozenset[str]:
+        """Dotted names used in the selector function (most lookups end here, cheaply)."""
+        return function_index(self.function).text_names
+
     def installed(self, role: str) -> str | None:
         """The expression TE uses for "this role's package is installed", if any."""
-        for expression in ROLES[role].installed:
+        candidates = ROLES[role].installed
+        for expression in candidates:
+            if expression in self.function_text_names:
+                return expression
+        for expression in candidates:
             if expression in self.module_text_names:
                 return expression
         return None
@@ -93,12 +105,108 @@ class Dialect:
             return "max(head_dim_qk, head_dim_v)"
         return "head_dim"  # TE 1.9: one head dim for q, k and v
 
-    def input_expression(self, name: str) -> str:
-        """Selector expression for a registry trigger input (see `selector_patch.scenario`)."""
+    def _scalar_inputs(self) -> dict[str, str]:
+        """Registry inputs read straight from one `AttentionParams` field of the same name."""
         return {
             "deterministic": "deterministic",
             "training": "is_training",
             "backward": self.backward,
             "attention_dropout": "attention_dropout",
-            "padded_head_dim": self.padded_head_dim,
-        }[name]
+        }
+
+    def input_expression(self, name: str) -> str:
+        """Selector expression for a registry trigger input (see `selector_patch.scenario`)."""
+        if name == "padded_head_dim":
+            return self.padded_head_dim
+        return self._scalar_inputs()[name]
+
+    def condition_source(self, condition: Condition) -> str:
+        """One registry trigger as a selector expression, e.g. `attention_dropout > 0.0`."""
+        expression = self.input_expression(condition.input)
+        if condition.op == "==" and condition.value is True:
+            return expression
+        if condition.op == "==" and condition.value is False:
+            return f"not {expression}"
+        return f"{expression} {condition.op} {condition.value!r}"
+
+    @property
+    def head_dim_fields(self) -> tuple[str, ...]:
+        """`AttentionParams` fields holding head dims: (qk, v), or TE 1.9's single one."""
+        if "head_dim_qk" in self.param_fields:
+            return ("head_dim_qk", "head_dim_v")
+        return ("head_dim",)
+
+    def bindings(self, name: str, scenario: Scenario) -> dict[str, Any]:
+        """`AttentionParams` fields, and their values in `scenario`, behind a trigger input."""
+        if name == "padded_head_dim":
+            if self.head_dim_fields == ("head_dim",):
+                return {"head_dim": scenario.padded_head_dim}
+            return {"head_dim_qk": scenario.head_dim_qk, "head_dim_v": scenario.head_dim_v}
+        return {self._scalar_inputs()[name]: INPUTS[name](scenario)}
+
+    def input_fields(self) -> frozenset[str]:
+        """Every `AttentionParams` field a `Scenario` describes (the plain call's inputs)."""
+        fields = {field.name for field in dataclasses.fields(Scenario)}
+        fields.update(self._scalar_inputs().values(), self.head_dim_fields)
+        return frozenset(fields & self.param_fields)
+
+    @cached_property
+    def params_class(self) -> ast.ClassDef | None:
+        """The module's `AttentionParams` dataclass (named by the argument's annotation)."""
+        argument = selector_parameter(self.function)
+        annotation = argument.annotation if argument else None
+        name = PARAMS_CLASS
+        if isinstance(annotation, ast.Name):
+            name = annotation.id
+        elif isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            name = annotation.value
+        for node in self.module.body:
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                return node
+        return None
+
+    @cached_property
+    def param_defaults(self) -> dict[str, Any]:
+        """Literal dataclass defaults of `AttentionParams` fields (others are left out)."""
+        defaults = {}
+        for stmt in self.params_class.body if self.params_class else ():
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and stmt.value is not None
+            ):
+                try:
+                    defaults[stmt.target.id] = ast.literal_eval(stmt.value)
+                except ValueError:
+                    continue
+        return defaults
+
+    @cached_property
+    def param_fields(self) -> frozenset[str]:
+        """Fields of `AttentionParams`: declared in the dataclass or read by the selector."""
+        fields = set()
+        for stmt in self.params_class.body if self.params_class else ():
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                fields.add(stmt.target.id)
+        fields.update(function_index(self.function).fields)
+        return frozenset(fields)
+
+    @cached_property
+    def backend_flags(self) -> frozenset[str]:
+        """Names holding backend on/off state: role flags and the names they are `and`-ed from.
+
+        TE 2.x computes `use_flash_attention_4 = use_flash_attention and ...`, so switching
+        `use_flash_attention` off (directly or in `_disable_all_flash_attention()`) switches
+        FA4 off too.
+        """
+        flags = set(self.roles().values())
+        found = set(flags)
+        for node in function_index(self.function).assignments:
+            if not any(isinstance(t, ast.Name) and t.id in flags for t in node.targets):
+                continue
+            value = node.value
+            operands = value.values if isinstance(value, ast.BoolOp) else [value]
+            if isinstance(value, ast.BoolOp) and not isinstance(value.op, ast.And):
+                continue
+            found.update(o.id for o in operands if isinstance(o, ast.Name))
+        return frozenset(found)

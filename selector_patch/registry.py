@@ -78,6 +78,9 @@ class Hazard:
     controls: tuple[Control, ...] = field(default=())
     #: TE releases in which the backend path exists at all (informational).
     te_releases: str = ""
+    #: Further affected kernel versions for witnesses, for TE releases that refuse
+    #: `kernel_version` at import (TE 2.1 accepts flash-attn up to 2.7.4.post1 only).
+    older_kernel_versions: tuple[str, ...] = ()
 
     @property
     def role(self) -> Role:
@@ -106,19 +109,27 @@ class Hazard:
         return values
 
     def witnesses(self) -> Iterator[Scenario]:
-        """Scenarios inside the hazard: every architecture x shape x backend environment.
+        """Scenarios inside the hazard: every kernel version x architecture x shape x environment.
 
         Two environments per point: TE's defaults, and the hazard's backend left as the only
         flash backend with fused attention off (seed 000's reproduction), where "available"
         and "selected" coincide.
         """
-        base = Scenario(**{PACKAGE_FIELD[self.backend]: self.kernel_version}).with_changes(
-            self.trigger_values()
-        )
-        for arch, shape, env in itertools.product(
-            self.architectures, self.witness_shapes, ({}, ISOLATING_ENV[self.backend])
+        base = Scenario().with_changes(self.trigger_values())
+        for version, arch, shape, env in itertools.product(
+            (self.kernel_version, *self.older_kernel_versions),
+            self.architectures,
+            self.witness_shapes,
+            ({}, ISOLATING_ENV[self.backend]),
         ):
-            yield base.with_changes({"compute_capability": arch, "env": env, **shape})
+            yield base.with_changes(
+                {
+                    PACKAGE_FIELD[self.backend]: version,
+                    "compute_capability": arch,
+                    "env": env,
+                    **shape,
+                }
+            )
 
     def control_scenarios(self, witness: Scenario) -> Iterator[tuple[Control, Scenario]]:
         for control in self.controls:
@@ -218,6 +229,7 @@ FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD = Hazard(
         reference="check removed in flash-attn 2.7.3 (bbb21d6, PR #1427); flash-attn #3053",
     ),
     kernel_version="2.8.3",
+    older_kernel_versions=("2.7.4.post1",),
     witness_shapes=(
         {"head_dim_qk": 256, "head_dim_v": 256},
         {"head_dim_qk": 224, "head_dim_v": 224},

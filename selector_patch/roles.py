@@ -25,6 +25,11 @@ class Role:
     reference: bool = False
     #: Major version of the flash-attn package behind the role, if any.
     flash_major: int | None = None
+    #: Expressions holding the installed package's version, newest dialect first.
+    versions: tuple[str, ...] = ()
+    #: `NVTE_*` variables that turn the backend off ("0"), most specific first; a selector that
+    #: does not read the first falls back to the next (TE 2.15 - 2.17 read no NVTE_FLASH_ATTN_V4).
+    switches: tuple[str, ...] = ()
 
 
 ROLES: dict[str, Role] = {
@@ -36,6 +41,8 @@ ROLES: dict[str, Role] = {
             flags=("use_flash_attention_2", "use_flash_attention"),
             installed=("FlashAttentionUtils.is_installed", "_flash_attn_is_installed"),
             flash_major=2,
+            versions=("FlashAttentionUtils.version", "_flash_attn_version"),
+            switches=("NVTE_FLASH_ATTN_V2", "NVTE_FLASH_ATTN"),
         ),
         Role(
             "FA3",
@@ -43,6 +50,8 @@ ROLES: dict[str, Role] = {
             flags=("use_flash_attention_3",),
             installed=("FlashAttentionUtils.v3_is_installed", "_flash_attn_3_is_installed"),
             flash_major=3,
+            versions=("FlashAttentionUtils.fa3_version", "_flash_attn_3_version"),
+            switches=("NVTE_FLASH_ATTN_V3", "NVTE_FLASH_ATTN"),
         ),
         Role(
             "FA4",
@@ -50,13 +59,18 @@ ROLES: dict[str, Role] = {
             flags=("use_flash_attention_4",),
             installed=("FlashAttentionUtils.v4_is_installed",),
             flash_major=4,
+            versions=("FlashAttentionUtils.fa4_version",),
+            switches=("NVTE_FLASH_ATTN_V4", "NVTE_FLASH_ATTN"),
         ),
-        Role("FUSED", "FusedAttention", flags=("use_fused_attention",)),
+        Role(
+            "FUSED", "FusedAttention", flags=("use_fused_attention",), switches=("NVTE_FUSED_ATTN",)
+        ),
         Role(
             "UNFUSED",
             "UnfusedDotProductAttention",
             flags=("use_unfused_attention",),
             reference=True,
+            switches=("NVTE_UNFUSED_ATTN",),
         ),
     )
 }

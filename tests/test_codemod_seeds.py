@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from codemods.apply import transform
-from selector_patch.harness import load_selector
+from selector_patch.harness import Unrepresentable, load_selector
 from selector_patch.registry import HAZARDS
 from selector_patch.scenario import Scenario
 
@@ -54,10 +54,11 @@ def with_requires_backward(selector_text: str) -> str:
     """2.20.2 as newer TE main has it: `AttentionParams.requires_backward`, read by the selector."""
     field = "    is_training: bool = True\n"
     read = "    is_training = attention_params.is_training\n"
-    assert selector_text.count(field) == 1 and selector_text.count(read) == 1
-    return selector_text.replace(field, field + "    requires_backward: bool = True\n").replace(
-        read, read + "    requires_backward = attention_params.requires_backward\n"
-    )
+    params = selector_text.index("class AttentionParams")
+    at = selector_text.index(field, params) + len(field)
+    text = selector_text[:at] + "    requires_backward: bool = True\n" + selector_text[at:]
+    assert text.count(read) == 1
+    return text.replace(read, read + "    requires_backward = attention_params.requires_backward\n")
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +120,6 @@ def test_seed_001_controls_keep_fa2(patched, control) -> None:
 
 
 def test_forward_only_is_indistinguishable_without_requires_backward(patched) -> None:
-    """On released TE, forward-only training is `is_training=True`: the guard must stay on."""
-    selection = patched["2.20.2"].select(SEED_001.with_changes({"backward": False}))
-    assert selection.role != "FA2"
+    """Released TE reads `is_training` as "backward will run": forward-only cannot be asked."""
+    with pytest.raises(Unrepresentable):
+        patched["2.20.2"].select(SEED_001.with_changes({"backward": False}))

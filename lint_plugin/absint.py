@@ -1,0 +1,188 @@
+"""Abstract values and states for interpreting a selector without running it.
+
+A selector is decided by a few inputs (compute capability, determinism, dropout, head dims) and
+reads many more that a static judge cannot know (`NVTE_*` variables, cuDNN's answer, the other
+`AttentionParams` fields). An abstract `Value` keeps exactly what matters for the question "can
+this backend flag still be true here?":
+
+- `const`: the concrete Python value when it is known, else `UNKNOWN`;
+- `truth`: three-valued truthiness (`True`, `False`, `None` for "either"), which stays known where
+  the value is not (a branch `if not flag:` teaches the else-branch that `flag` is truthy);
+- `deps`: which selector inputs the value was computed from, so a condition can be recognised as
+  a determinism / dropout / compute-capability test by what it reads, not by how it is spelt;
+- `enablers` / `disablers`: the `Site`s where a possibly-true / possibly-false value came from.
+  They let a finding point at the line that enables a backend, and let the coverage rules see
+  which filters can switch a flag off before the selector returns.
+
+A `State` maps variable names (and dotted attribute names such as
+`FlashAttentionUtils.v4_is_installed`) to values; `None` stands for an unreachable state.
+Join is pointwise; widening forgets constants that keep changing, so loops reach a fixpoint.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, NamedTuple
+
+
+class _Unknown:
+    """The `const` of a value that is not a known Python object."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Any = _Unknown()
+EMPTY: frozenset = frozenset()
+
+
+class Site(NamedTuple):
+    """A statement that introduced a value, and the inputs its path and value depend on."""
+
+    stmt: ast.stmt | None
+    deps: frozenset[str]
+
+
+#: Placeholder for "introduced by the statement now executing"; replaced on assignment.
+FRESH_SITE = Site(None, EMPTY)
+FRESH: frozenset[Site] = frozenset((FRESH_SITE,))
+
+
+class Value(NamedTuple):
+    const: Any
+    truth: bool | None
+    deps: frozenset[str]
+    enablers: frozenset[Site]
+    disablers: frozenset[Site]
+
+    @property
+    def known(self) -> bool:
+        return self.const is not UNKNOWN
+
+
+def truth_of(obj: Any) -> bool | None:
+    try:
+        return bool(obj)
+    except Exception:  # an exotic constant whose truthiness raises is simply unknown
+        return None
+
+
+def _fresh(obj: Any, truth: bool | None, deps: frozenset[str]) -> Value:
+    """A value introduced by the statement now executing (see `Interpreter.store`)."""
+    return Value(
+        obj, truth, deps, EMPTY if truth is False else FRESH, EMPTY if truth is True else FRESH
+    )
+
+
+def const(obj: Any, deps: frozenset[str] = EMPTY) -> Value:
+    """A known Python value."""
+    return _fresh(obj, truth_of(obj), deps)
+
+
+def unknown(deps: frozenset[str] = EMPTY, truth: bool | None = None) -> Value:
+    """An unknown value whose truthiness may still be known."""
+    return _fresh(UNKNOWN, truth, deps)
+
+
+TRUE = const(True)
+
+
+def with_truth(value: Value, truth: bool) -> Value:
+    """`value` as seen on a branch where its truthiness is `truth` (branch refinement)."""
+    if value.truth is truth:
+        return value
+    known = value.const if value.known and truth_of(value.const) is truth else UNKNOWN
+    if truth:
+        return Value(known, True, value.deps, value.enablers, EMPTY)
+    return Value(known, False, value.deps, EMPTY, value.disablers)
+
+
+def with_deps(value: Value, deps: frozenset[str]) -> Value:
+    if deps <= value.deps:
+        return value
+    return value._replace(deps=value.deps | deps)
+
+
+def _same_const(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if a is UNKNOWN or b is UNKNOWN or type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def join(a: Value, b: Value) -> Value:
+    """The least value that describes both `a` and `b`."""
+    if a is b:
+        return a
+    return Value(
+        a.const if _same_const(a.const, b.const) else UNKNOWN,
+        a.truth if a.truth is b.truth else None,
+        a.deps | b.deps,
+        a.enablers | b.enablers,
+        a.disablers | b.disablers,
+    )
+
+
+def widen(old: Value, new: Value) -> Value:
+    """`join`, except that a constant which changed between iterations becomes unknown."""
+    joined = join(old, new)
+    if joined.known or old.const is UNKNOWN:
+        return joined
+    return joined._replace(const=UNKNOWN, truth=joined.truth if old.truth is new.truth else None)
+
+
+class State:
+    """Variables of one program point, plus the inputs the path to it depends on.
+
+    States are mutated in place along straight-line code and copied at branches.
+    """
+
+    __slots__ = ("vars", "path")
+
+    def __init__(self, vars: dict[str, Value], path: frozenset[str] = EMPTY) -> None:
+        self.vars = vars
+        self.path = path
+
+    def copy(self) -> "State":
+        return State(dict(self.vars), self.path)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, State) and self.vars == other.vars and self.path == other.path
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def join_states(a: State | None, b: State | None) -> State | None:
+    if a is None:
+        return b
+    if b is None or a is b:
+        return a
+    merged = dict(a.vars)
+    get = merged.get
+    for name, value in b.vars.items():
+        mine = get(name)
+        if mine is not value:
+            # A name bound on one side only raises NameError on the other: no new paths.
+            merged[name] = value if mine is None else join(mine, value)
+    return State(merged, a.path | b.path)
+
+
+def widen_states(old: State, new: State) -> State:
+    merged = dict(old.vars)
+    for name, value in new.vars.items():
+        mine = merged.get(name)
+        merged[name] = value if mine is None else widen(mine, value)
+    return State(merged, old.path | new.path)
+
+
+def join_all(states) -> State | None:
+    result = None
+    for state in states:
+        result = join_states(result, state)
+    return result

@@ -1,0 +1,247 @@
+"""Is a registry hazard reachable in a selector? Decided statically, once per witness.
+
+For each witness of a hazard (`Hazard.witnesses()`), the selector is interpreted with only the
+hazard's own inputs bound: the compute capability the hardware query answers, the trigger
+inputs (determinism, training / backward, dropout, head dims) and the backend's "package is
+installed" flag. Everything else - `NVTE_*` variables, cuDNN's answer, every other field of
+`AttentionParams` - stays unknown. The hazard is GUARDED iff the backend's flag is definitely
+off at every reachable return for every witness, so a guarded verdict holds whatever the rest
+of the environment is; otherwise it is REACHABLE and the first witness that reaches it is
+reported. A selector without the backend makes the hazard NOT APPLICABLE.
+
+A reachable verdict points where a reviewer would look: at the architecture test of a filter
+that handles exactly the hazard's inputs but let the witness's architecture through (TE 2.x's
+FA2 head-dim allowlist containing (12, 0)), else at the line that enabled the flag.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+from typing import Sequence
+
+from lint_plugin.absint import TRUE, State, Value, const, join, unknown, with_truth
+from lint_plugin.dialect import (
+    COMPUTE_CAPABILITY_QUERY,
+    SELECTOR_FUNCTIONS,
+    Dialect,
+    find_selectors,
+)
+from lint_plugin.interpreter import Facts, Interpreter, Observer
+from lint_plugin.program import Program
+from lint_plugin.slicing import Slice
+from selector_patch.registry import HAZARDS, Hazard
+from selector_patch.scenario import Scenario
+
+#: The dependency that marks a value as computed from the device's compute capability.
+COMPUTE_CAPABILITY = "compute_capability"
+
+
+@dataclass(frozen=True)
+class HazardVerdict:
+    hazard_id: str
+    function: str
+    applicable: bool
+    reachable: bool
+    #: The first witness that reaches the backend (None when guarded or not applicable).
+    witness: Scenario | None
+    #: Where a reviewer would point (1-based line, 0-based column), for a reachable hazard.
+    line: int | None
+    col: int | None
+    detail: str
+
+
+class Selector:
+    """One selector function with what every analysis of it shares."""
+
+    def __init__(self, module: ast.Module, function: ast.FunctionDef) -> None:
+        self.module = module
+        self.function = function
+        self.program = Program(function)
+        self.dialect = Dialect(function, module)
+        self._slices: dict[frozenset[str], Slice] = {}
+
+    def slice(self, roots: frozenset[str]) -> Slice:
+        """The statements that can affect `roots` (shared by every run about them)."""
+        cached = self._slices.get(roots)
+        if cached is None:
+            cached = self._slices[roots] = Slice(self.program, roots)
+        return cached
+
+
+@functools.lru_cache(maxsize=2)
+def selector(module: ast.Module, function: ast.FunctionDef) -> Selector:
+    """The prepared selector; cached so hazards and coverage rules share one preparation.
+
+    Small on purpose: entries keep whole trees alive, and flake8 moves on file by file.
+    """
+    return Selector(module, function)
+
+
+def compute_capability(capability: tuple[int, int] | None) -> dict[str, Value]:
+    """The hardware query's answer as a call fact: known, or unknown but still tracked."""
+    deps = frozenset((COMPUTE_CAPABILITY,))
+    answer = unknown(deps) if capability is None else const(tuple(capability), deps)
+    return {COMPUTE_CAPABILITY_QUERY: answer}
+
+
+def witness_params(hazard: Hazard, dialect: Dialect, witness: Scenario) -> dict[str, object]:
+    """The `AttentionParams` fields behind the hazard's triggers, valued as in `witness`."""
+    params: dict[str, object] = {}
+    for condition in hazard.triggers:
+        params.update(dialect.bindings(condition.input, witness))
+    return params
+
+
+def witness_facts(hazard: Hazard, dialect: Dialect, witness: Scenario) -> Facts:
+    params = {
+        name: const(value, frozenset((name,)))
+        for name, value in witness_params(hazard, dialect, witness).items()
+    }
+    installed = dialect.installed(hazard.backend)
+    return Facts(
+        params=params,
+        calls=compute_capability(witness.compute_capability),
+        names={installed: TRUE} if installed else {},
+    )
+
+
+class _AdmittingFilters(Observer):
+    """Finds filters that handle the hazard's inputs but let the witness's architecture pass.
+
+    Such a filter is an `if` that can switch the flag off, whose condition reads a trigger
+    input and the compute capability, and which *would* fire for this witness - flag on, every
+    trigger as bound - were it not for an architecture test that came out False. Its
+    architecture test is what a reviewer must change.
+    """
+
+    def __init__(self, program: Program, flag: str, triggers: frozenset[str]) -> None:
+        self.program = program
+        self.flag = flag
+        self.triggers = triggers
+        self.found: list[ast.Compare] = []
+
+    def on_if(self, interpreter: Interpreter, node: ast.If, test: Value, state: State) -> None:
+        flag = state.vars.get(self.flag)
+        if (
+            test.truth is True
+            or flag is None
+            or flag.truth is False
+            or COMPUTE_CAPABILITY not in test.deps
+            or not (test.deps | state.path) & self.triggers
+            or self.flag not in self.program.body_kills(node)
+        ):
+            return
+        interpreter.trace = []
+        interpreter.eval(node.test, state.copy())
+        trace, interpreter.trace = interpreter.trace, None
+        blocking = [
+            compare
+            for compare, value in trace
+            if value.truth is False and COMPUTE_CAPABILITY in value.deps
+        ]
+        if not blocking:
+            return
+        overrides = {compare: TRUE for compare in blocking}
+        truthy_flag = with_truth(flag, True)
+        for child in ast.walk(node.test):
+            if isinstance(child, ast.Name) and child.id == self.flag:
+                overrides[child] = truthy_flag
+        interpreter.overrides = overrides
+        try:
+            would_fire = interpreter.eval(node.test, state.copy()).truth is True
+        finally:
+            interpreter.overrides = {}
+        if would_fire:
+            self.found.append(blocking[0])
+
+
+def analyze_hazard(module: ast.Module, function: ast.FunctionDef, hazard: Hazard) -> HazardVerdict:
+    """The verdict on one hazard in one selector function."""
+    prepared = selector(module, function)
+    dialect = prepared.dialect
+    role = hazard.role
+    flag = dialect.flag(hazard.backend)
+    if flag is None:
+        return HazardVerdict(
+            hazard.id, function.name, False, False, None, None, None,
+            f"no {role.display} backend: the selector binds none of {', '.join(role.flags)}",
+        )  # fmt: skip
+    witnesses = _distinct_witnesses(hazard, dialect)
+    for witness in witnesses:
+        facts = witness_facts(hazard, dialect, witness)
+        observer = _AdmittingFilters(prepared.program, flag, frozenset(facts.params))
+        relevant = prepared.slice(frozenset((flag,)))
+        returns = Interpreter(prepared.program, facts, observer, relevant).run()
+        enabled = [
+            s.vars[flag] for s in returns if flag in s.vars and s.vars[flag].truth is not False
+        ]
+        if enabled:
+            value = functools.reduce(join, enabled)
+            return _reachable(hazard, dialect, function, flag, witness, value, observer.found)
+    archs = ", ".join(_sm(arch) for arch in hazard.architectures)
+    return HazardVerdict(
+        hazard.id, function.name, True, False, None, None, None,
+        f"`{flag}` is off at every return for all {len(witnesses)} witnesses ({archs})",
+    )  # fmt: skip
+
+
+def analyze_source(
+    source: str,
+    hazards: Sequence[Hazard] = HAZARDS,
+    function_names: Sequence[str] = SELECTOR_FUNCTIONS,
+) -> list[HazardVerdict]:
+    """Verdicts for every selector function in `source` and every hazard, in that order."""
+    module = ast.parse(source)
+    return [
+        analyze_hazard(module, function, hazard)
+        for function in find_selectors(module, tuple(function_names))
+        for hazard in hazards
+    ]
+
+
+def _distinct_witnesses(hazard: Hazard, dialect: Dialect) -> list[Scenario]:
+    """Witnesses that differ in what the analysis binds (environments are not bound)."""
+    seen, distinct = set(), []
+    for witness in hazard.witnesses():
+        key = (
+            witness.compute_capability,
+            tuple(sorted(witness_params(hazard, dialect, witness).items())),
+        )
+        if key not in seen:
+            seen.add(key)
+            distinct.append(witness)
+    return distinct
+
+
+def _reachable(
+    hazard: Hazard,
+    dialect: Dialect,
+    function: ast.FunctionDef,
+    flag: str,
+    witness: Scenario,
+    value: Value,
+    admitting: list[ast.Compare],
+) -> HazardVerdict:
+    inputs = ", ".join(f"{k}={v!r}" for k, v in witness_params(hazard, dialect, witness).items())
+    missing = " and ".join(dict.fromkeys(dialect.condition_source(c) for c in hazard.triggers))
+    archs = "/".join(_sm(arch) for arch in hazard.architectures)
+    if admitting:
+        node = admitting[-1]
+        why = f"the filter at line {node.lineno} lets {witness.sm} through (`{ast.unparse(node)}`)"
+    else:
+        sites = [site.stmt for site in value.enablers if site.stmt is not None]
+        node = max(sites, key=lambda stmt: stmt.lineno) if sites else function
+        why = f"enabled at line {node.lineno} and never switched off"
+    detail = (
+        f"{hazard.role.display} (`{flag}`) stays selectable on {witness.sm} with {inputs}: {why};"
+        f" missing: a filter switching it off when {missing} on {archs}"
+    )
+    return HazardVerdict(
+        hazard.id, function.name, True, True, witness, node.lineno, node.col_offset, detail
+    )
+
+
+def _sm(arch: tuple[int, int]) -> str:
+    return Scenario(compute_capability=arch).sm

@@ -1,0 +1,430 @@
+"""The `TEA` codes: what each reports, why, how to fix it, and example selectors.
+
+Each rule carries ruff-style documentation and fixit-style VALID / INVALID example selectors;
+`tests/test_rules.py` runs the plugin on every example (an INVALID one must be reported with
+the rule's code, a VALID one must not). Hazard rules (TEA0xx) are generated from the hazard
+registry, so a hazard added there gets a lint code with its evidence in the docs; their
+examples live here because they are about how selectors are written, not about kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from selector_patch.registry import HAZARDS, Hazard
+
+FIX_COMMAND = "python -m codemods.apply"
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    #: One line: the start of every message with this code.
+    summary: str
+    what: str
+    why: str
+    example: str
+    fix: str
+    valid: tuple[str, ...] = field(default=(), repr=False)
+    invalid: tuple[str, ...] = field(default=(), repr=False)
+
+    def message(self, detail: str) -> str:
+        return f"{self.code} {self.summary}: {detail}"
+
+
+# ----------------------------------------------------------------------------------- examples
+# Small selectors in the shape of TE 2.x (`use_flash_attention_2/4`, `FlashAttentionUtils`).
+# `{compute_capability}`, `{head_dim}`, `{dropout}`, `{determinism}` and `{late}` are where
+# each example puts its own filters; the rest stays TE's.
+
+_TE2 = """
+import os
+
+
+class FlashAttentionUtils:
+    is_installed = False
+    v4_is_installed = False
+
+
+def get_attention_backend(attention_params=None):
+    head_dim_qk = attention_params.head_dim_qk
+    head_dim_v = attention_params.head_dim_v
+    attention_dropout = attention_params.attention_dropout
+    deterministic = attention_params.deterministic
+    is_training = attention_params.is_training
+    device_compute_capability = get_device_compute_capability()
+
+    use_flash_attention = int(os.environ.get("NVTE_FLASH_ATTN", "1"))
+    use_flash_attention_2 = use_flash_attention and int(os.environ.get("NVTE_FLASH_ATTN_V2", "1"))
+    use_flash_attention_4 = use_flash_attention and int(os.environ.get("NVTE_FLASH_ATTN_V4", "1"))
+    use_unfused_attention = int(os.environ.get("NVTE_UNFUSED_ATTN", "1"))
+
+    # Filter: Compute capability
+    if device_compute_capability < (9, 0):
+        use_flash_attention_4 = False
+{compute_capability}
+    # Filter: Head dimension
+    fa2_padded_head_dim = max(head_dim_qk, head_dim_v)
+    if use_flash_attention_2 and (
+        fa2_padded_head_dim > 256
+        or (
+            fa2_padded_head_dim > 192
+            and device_compute_capability not in ((8, 0), (9, 0), (10, 0), (12, 0))
+        )
+    ):
+        use_flash_attention_2 = False
+{head_dim}
+    # Filter: Dropout
+    if attention_dropout != 0.0:
+        if use_flash_attention_4 and FlashAttentionUtils.v4_is_installed:
+            use_flash_attention_4 = False
+{dropout}
+    # Filter: Determinism
+{determinism}
+    use_flash_attention_2 = use_flash_attention and use_flash_attention_2
+    use_flash_attention_4 = use_flash_attention and use_flash_attention_4
+{late}
+    use_flash_attention = use_flash_attention_2 or use_flash_attention_4
+    return use_flash_attention, use_unfused_attention
+"""
+
+
+def _te2(**filters: str) -> str:
+    slots = ("compute_capability", "head_dim", "dropout", "determinism", "late")
+    return _TE2.format(**{slot: filters.get(slot, "") for slot in slots})
+
+
+FA4_VALID = (
+    # the seed's guard, spelt with the major version
+    _te2(
+        determinism="""
+    if use_flash_attention_4 and deterministic and is_training:
+        if device_compute_capability[0] == 12:
+            use_flash_attention_4 = False
+"""
+    ),
+    # the whole 12.x family as a tuple
+    _te2(
+        determinism="""
+    if (
+        use_flash_attention_4
+        and deterministic
+        and is_training
+        and device_compute_capability in ((12, 0), (12, 1))
+    ):
+        use_flash_attention_4 = False
+"""
+    ),
+    # a range over versions, conditions in another order
+    _te2(
+        determinism="""
+    if (12, 0) <= device_compute_capability < (13, 0) and is_training and deterministic:
+        use_flash_attention_4 = False
+"""
+    ),
+    # nested ifs, behind the installed check TE uses for logging
+    _te2(
+        determinism="""
+    if deterministic:
+        if is_training:
+            if device_compute_capability[0] == 12:
+                if FlashAttentionUtils.v4_is_installed:
+                    print("Disabling FlashAttention 4 for deterministic backward on sm120")
+                use_flash_attention_4 = False
+"""
+    ),
+    # a local helper that switches the flag off
+    _te2(
+        determinism="""
+    def _disable_flash_attention_4():
+        nonlocal use_flash_attention_4
+        use_flash_attention_4 = False
+
+    if deterministic and is_training and device_compute_capability[0] == 12:
+        _disable_flash_attention_4()
+"""
+    ),
+    # placed in another section: still off at the return
+    _te2(
+        compute_capability="""
+    if device_compute_capability[0] == 12 and deterministic and is_training:
+        use_flash_attention_4 = False
+"""
+    ),
+    # switching off every flash backend through the shared flag counts too
+    _te2(
+        determinism="""
+    if deterministic and is_training and device_compute_capability[0] == 12:
+        use_flash_attention = False
+"""
+    ),
+)
+
+FA4_INVALID = (
+    # TE 2.15 - 2.20: no FA4 filter for determinism at all
+    _te2(),
+    # a guard that a later statement undoes
+    _te2(
+        determinism="""
+    if use_flash_attention_4 and deterministic and device_compute_capability[0] == 12:
+        use_flash_attention_4 = False
+""",
+        late="""
+    if not use_flash_attention_4:
+        use_flash_attention_4 = int(os.environ.get("NVTE_FLASH_ATTN_V4", "1"))
+""",
+    ),
+    # a guard on the wrong architecture
+    _te2(
+        determinism="""
+    if use_flash_attention_4 and deterministic and device_compute_capability == (10, 0):
+        use_flash_attention_4 = False
+"""
+    ),
+    # a guard for sm120 only: sm121 has the same kernel
+    _te2(
+        determinism="""
+    if use_flash_attention_4 and deterministic and device_compute_capability == (12, 0):
+        use_flash_attention_4 = False
+"""
+    ),
+    # a guard after the flags are recombined, on the master flag: too late to matter
+    _te2(
+        late="""
+    if deterministic and device_compute_capability[0] == 12:
+        use_flash_attention = False
+"""
+    ),
+)
+
+_FA2_GUARD = """
+    if (
+        use_flash_attention_2
+        and fa2_padded_head_dim > 192
+        and attention_dropout > 0.0
+        and is_training
+        and device_compute_capability in ((8, 6), (8, 9), (12, 0), (12, 1))
+    ):
+        use_flash_attention_2 = False
+"""
+
+FA2_VALID = (
+    # seed 001's guard, right after the head-dim check
+    _te2(head_dim=_FA2_GUARD),
+    # spelt with the major version and an unpadded max, in the dropout section
+    _te2(
+        dropout="""
+    if attention_dropout != 0.0 and is_training and max(head_dim_qk, head_dim_v) > 192:
+        if device_compute_capability[0] == 12 or device_compute_capability in ((8, 6), (8, 9)):
+            use_flash_attention_2 = False
+"""
+    ),
+    # nested ifs inside the dropout filter
+    _te2(
+        dropout="""
+    if attention_dropout > 0.0:
+        if is_training and fa2_padded_head_dim > 192:
+            if device_compute_capability[0] == 12:
+                use_flash_attention_2 = False
+"""
+    ),
+)
+
+FA2_INVALID = (
+    # TE 2.1 - 2.20: the allowlist admits sm120 for head dim > 192, nothing filters dropout
+    _te2(),
+    # a dropout guard on the wrong backend
+    _te2(
+        dropout="""
+    if attention_dropout > 0.0 and is_training and device_compute_capability[0] == 12:
+        use_flash_attention_4 = False
+"""
+    ),
+    # the guard, undone by a later re-enable
+    _te2(
+        head_dim=_FA2_GUARD,
+        late="""
+    use_flash_attention_2 = int(os.environ.get("NVTE_FLASH_ATTN_V2", "1"))
+""",
+    ),
+)
+
+
+# One backend beside the reference: `{filters}` are FA4's own.
+_ONE_BACKEND = """
+import os
+
+
+def get_attention_backend(attention_params=None):
+    attention_dropout = attention_params.attention_dropout
+    deterministic = attention_params.deterministic
+    softcap = attention_params.softcap
+    device_compute_capability = get_device_compute_capability()
+
+    use_flash_attention_4 = int(os.environ.get("NVTE_FLASH_ATTN_V4", "1"))
+    use_unfused_attention = int(os.environ.get("NVTE_UNFUSED_ATTN", "1"))
+{filters}
+    return use_flash_attention_4, use_unfused_attention
+
+
+class AttentionParams:
+    attention_dropout: float = 0.0
+    deterministic: bool = False
+    softcap: float = 0.0
+"""
+
+_ARCH = """
+    if device_compute_capability < (9, 0):
+        use_flash_attention_4 = False
+"""
+_DROPOUT = """
+    if attention_dropout != 0.0:
+        use_flash_attention_4 = False
+"""
+_DETERMINISM = """
+    if deterministic and device_compute_capability[0] == 12:
+        use_flash_attention_4 = False
+"""
+
+
+def _one_backend(*filters: str) -> str:
+    return _ONE_BACKEND.format(filters="".join(filters))
+
+
+# FusedAttention that delegates dropout and determinism to cuDNN's backend query.
+_DELEGATING = """
+import os
+
+
+def get_attention_backend(attention_params=None):
+    attention_dropout = attention_params.attention_dropout
+    deterministic = attention_params.deterministic
+    device_compute_capability = get_device_compute_capability()
+
+    use_fused_attention = int(os.environ.get("NVTE_FUSED_ATTN", "1"))
+    use_unfused_attention = int(os.environ.get("NVTE_UNFUSED_ATTN", "1"))
+    if device_compute_capability < (8, 0):
+        use_fused_attention = False
+    if use_fused_attention:
+        kwargs = {"dropout": attention_dropout, "deterministic": deterministic}
+        fused_attention_backend = _get_fused_attn_backend(**kwargs)
+        if fused_attention_backend == FusedAttnBackend.No_Backend:
+            use_fused_attention = False
+    return use_fused_attention, use_unfused_attention
+"""
+
+
+# --------------------------------------------------------------------------------------- rules
+
+
+def _hazard_rule(hazard: Hazard, valid: tuple[str, ...], invalid: tuple[str, ...]) -> Rule:
+    evidence = hazard.evidence
+    archs = ", ".join(f"sm{10 * major + minor}" for major, minor in hazard.architectures)
+    triggers = " and ".join(str(condition) for condition in hazard.triggers)
+    return Rule(
+        code=hazard.id,
+        name=hazard.title,
+        summary=hazard.title,
+        what=(
+            f"Interprets the selector once per witness of hazard {hazard.id} ({triggers} on"
+            f" {archs}) and reports when {hazard.role.display} can still be selected."
+        ),
+        why=(
+            f"{evidence.package} {evidence.affected}: {evidence.file}: {evidence.text}"
+            f" ({evidence.reference})."
+        ),
+        example=invalid[0] if invalid else "",
+        fix=(
+            f"Run `{FIX_COMMAND} PATH`: it inserts, in the '{hazard.section}' section, a filter"
+            f' that logs "{hazard.message}" and switches the backend off.'
+        ),
+        valid=valid,
+        invalid=invalid,
+    )
+
+
+def _coverage_rule(code: str, topic: str, input_name: str, valid, invalid) -> Rule:
+    return Rule(
+        code=code,
+        name=f"missing-{topic.replace(' ', '-')}-filter",
+        summary=f"backend without a {topic} filter",
+        what=(
+            f"Reports a non-reference backend flag that no filter depending on `{input_name}`"
+            " can switch off in a plain call (optional features at their defaults)."
+        ),
+        why=(
+            f"Every kernel library has {topic} limits; a backend with no {topic} filter"
+            " at all is how TE shipped FA4 for deterministic backward on SM 12.x."
+        ),
+        example=invalid[0],
+        fix=f"Add a filter reading `{input_name}` that switches the flag off where the kernel"
+        " cannot run, or delegate to a backend query that is passed that input.",
+        valid=valid,
+        invalid=invalid,
+    )
+
+
+_HAZARD_EXAMPLES = {"TEA001": (FA4_VALID, FA4_INVALID), "TEA002": (FA2_VALID, FA2_INVALID)}
+
+RULES: dict[str, Rule] = {
+    rule.code: rule
+    for rule in (
+        *(_hazard_rule(h, *_HAZARD_EXAMPLES.get(h.id, ((), ()))) for h in HAZARDS),
+        _coverage_rule(
+            "TEA101",
+            "determinism",
+            "deterministic",
+            valid=(_one_backend(_ARCH, _DROPOUT, _DETERMINISM), _DELEGATING),
+            invalid=(_one_backend(_ARCH, _DROPOUT),),
+        ),
+        _coverage_rule(
+            "TEA102",
+            "dropout",
+            "attention_dropout",
+            valid=(_one_backend(_ARCH, _DROPOUT, _DETERMINISM), _DELEGATING),
+            invalid=(
+                _one_backend(_ARCH, _DETERMINISM),
+                # TE 2.20's FA2: its only dropout filter sits behind softcap
+                _one_backend(
+                    _ARCH,
+                    _DETERMINISM,
+                    """
+    if softcap != 0.0:
+        if attention_dropout != 0.0:
+            use_flash_attention_4 = False
+""",
+                ),
+            ),
+        ),
+        _coverage_rule(
+            "TEA103",
+            "compute capability",
+            "device_compute_capability",
+            valid=(_one_backend(_ARCH, _DROPOUT, _DETERMINISM), _DELEGATING),
+            invalid=(
+                _one_backend(
+                    _DROPOUT, "\n    if deterministic:\n        use_flash_attention_4 = False\n"
+                ),
+            ),
+        ),
+        Rule(
+            code="TEA900",
+            name="internal-error",
+            summary="te-attn-guards could not analyse this selector",
+            what="Reports, once per file, that the analysis failed, and why.",
+            why="A linter must never crash the run it is part of; a failure is a finding.",
+            example="",
+            fix="Report the message to te-attn-guards; `# noqa: TEA900` silences it meanwhile.",
+        ),
+        Rule(
+            code="TEA901",
+            name="analysis-budget",
+            summary="selector too large to analyse within the interpreter's budget",
+            what="Reports a selector whose interpretation exceeds the statement budget.",
+            why="The analysis runs on every commit; it gives up rather than stall flake8.",
+            example="",
+            fix="Split the selector, or raise the budget in `lint_plugin.interpreter`.",
+        ),
+    )
+}

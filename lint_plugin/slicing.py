@@ -1,0 +1,116 @@
+"""Which statements of a selector can influence a given backend flag (a static backward slice).
+
+TE's selector is long, and most of it - logging, `run_config`, building cuDNN's query - cannot
+change whether FlashAttention 4 ends up enabled. The interpreter runs once per witness, so not
+executing what cannot matter is where its speed comes from.
+
+The slice walks the function backwards from its end, keeping the set of names whose current
+value may still reach the flag ("live"). A statement is needed when it writes a live name
+(through a local helper's `nonlocal`, or by mutating a local object, too) or returns; a compound
+statement when any statement inside it is needed, or when it can raise under a condition that
+reads a live name (a guard may be written as a `raise`). Whatever a needed statement reads, and
+what the conditions around it read, becomes live for the statements before it. Skipping an
+unneeded statement changes no live value, so it can only make the interpreter less precise
+(a `raise` not taken into account), never wrong. A skipped statement inside a `try` or `with`
+still counts as a point where an exception may leave for the handler (see the interpreter).
+
+Jumps (`raise`, `assert`, `break`, `continue`) run whenever the block around them runs: they are
+never skipped on their own, and they do not make the block around them needed.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from lint_plugin.program import DEFINITIONS, Program, heads
+
+#: Statements that run whenever their enclosing block runs.
+JUMPS = (ast.Raise, ast.Assert, ast.Break, ast.Continue)
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+TRIES = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
+
+
+class Slice:
+    """The statements of `program` that may affect the final values of `roots`."""
+
+    def __init__(self, program: Program, roots: frozenset[str]) -> None:
+        self.program = program
+        self._needed: set[ast.stmt] = set()
+        self._visited: set[ast.stmt] = set()
+        self._block(program.function.body, set(roots))
+
+    def needed(self, stmt: ast.stmt) -> bool:
+        """False only for a statement the slice saw and found unable to matter.
+
+        Statements of local helpers are never skipped: they run where they are called.
+        """
+        return stmt in self._needed or stmt not in self._visited
+
+    def _block(self, body: list[ast.stmt], live: set[str]) -> tuple[set[str], bool]:
+        """Walk `body` backwards; the names live before it, and whether any of it is needed."""
+        any_needed = False
+        for stmt in reversed(body):
+            live, needed = self._stmt(stmt, live)
+            any_needed |= needed
+        return live, any_needed
+
+    def _stmt(self, stmt: ast.stmt, live: set[str]) -> tuple[set[str], bool]:
+        self._visited.add(stmt)
+        program = self.program
+        if isinstance(stmt, JUMPS):
+            self._needed.add(stmt)
+            return live, False
+        if isinstance(stmt, ast.Return):
+            self._needed.add(stmt)  # the state here is what the verdict reads, not the value
+            return live, True
+        if isinstance(stmt, DEFINITIONS):
+            needed = stmt.name in live
+        elif not program.blocks(stmt):
+            needed = bool(program.writes(stmt) & live)
+            if needed:
+                live = live | program.closure_reads(stmt)
+        else:
+            live, needed = self._compound(stmt, live)
+        if needed:
+            self._needed.add(stmt)
+        return live, needed
+
+    def _compound(self, stmt: ast.stmt, live: set[str]) -> tuple[set[str], bool]:
+        program = self.program
+        parts = heads(stmt)
+        head_reads = set().union(*(program.closure_reads(head) for head in parts))
+        written_by_heads = set().union(*(program.expression_writes(head) for head in parts))
+        if isinstance(stmt, LOOPS):
+            entry, needed = set(live), False
+            while True:  # what one iteration needs feeds the iteration before it
+                before, body_needed = self._block(stmt.body, entry | head_reads)
+                needed |= body_needed
+                if before <= entry:
+                    break
+                entry |= before
+            after_else, else_needed = self._block(stmt.orelse, set(live))
+            live_in, needed = entry | after_else, needed or else_needed
+        elif isinstance(stmt, TRIES):
+            # `finally` runs last; a handler may start from any point of the body.
+            after, needed = self._block(stmt.finalbody, set(live))
+            live_in = set(after)
+            for block in [stmt.orelse, *(handler.body for handler in stmt.handlers)]:
+                before, block_needed = self._block(block, set(after))
+                live_in |= before
+                needed |= block_needed
+            live_in, body_needed = self._block(stmt.body, live_in)
+            needed |= body_needed
+        else:
+            live_in, needed = set(live), False  # a block may not run at all
+            for block in program.blocks(stmt):
+                before, block_needed = self._block(block, set(live))
+                live_in |= before
+                needed |= block_needed
+        needed = (
+            needed
+            or bool(written_by_heads & live)
+            or (bool(head_reads & live) and program.raises(stmt))
+        )
+        if not needed:
+            return live, False
+        return live_in | head_reads, True

@@ -1,0 +1,91 @@
+"""`python -m selector_patch verify SOURCE [--json] [--hazard ID]` and
+`python -m selector_patch run SCRIPT [ARGS ...]`.
+
+`verify` exits 0 when no hazard is reachable and no control fails, 1 otherwise, 2 when the source
+cannot be resolved or loaded (one line `path: cause` on stderr). `run` runs a script with the
+runtime patch installed on TE's import; its exit status is the script's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from selector_patch.registry import HAZARDS, get_hazard
+from selector_patch.sources import SourceError, resolve
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m selector_patch")
+    commands = parser.add_subparsers(dest="command", required=True)
+    verify = commands.add_parser(
+        "verify", help="run every hazard's witnesses and controls through a real TE selector"
+    )
+    verify.add_argument(
+        "source", help="TE checkout, selector .py file, `installed`, or a release such as 2.17.1"
+    )
+    verify.add_argument("--json", action="store_true", help="print a JSON report")
+    verify.add_argument("--hazard", metavar="ID", help="check only this hazard (e.g. TEA001)")
+    run = commands.add_parser(
+        "run", help="run a Python script with the runtime patch installed when TE is imported"
+    )
+    run.add_argument("script", help="the script to run as __main__")
+    run.add_argument("arguments", nargs=argparse.REMAINDER, help="the script's own arguments")
+    return parser
+
+
+def verify_command(args: argparse.Namespace) -> int:
+    from selector_patch.harness import LoadError, OpaqueDecision, load_selector
+    from selector_patch.verify import verify
+
+    try:
+        hazards = (get_hazard(args.hazard),) if args.hazard else HAZARDS
+        source = resolve(args.source)
+        selector = load_selector(source)
+    except KeyError as error:
+        return _error(f"{args.source}: {error.args[0]}")
+    except (SourceError, LoadError) as error:
+        return _error(str(error))
+    try:
+        reports = verify(selector, hazards)
+    except OpaqueDecision as error:
+        return _error(f"{source.path}: {error}")
+    if args.json:
+        report = {
+            "source": str(source.path),
+            "te_version": source.te_version,
+            "hazards": [hazard_report.to_json() for hazard_report in reports],
+        }
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"{source.path} (TE {source.te_version or 'unknown version'})")
+        for hazard_report in reports:
+            print(f"  {hazard_report.summary()}")
+    return EXIT_OK if all(hazard_report.ok for hazard_report in reports) else EXIT_FINDINGS
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from selector_patch.launcher import run
+
+    if not Path(args.script).is_file():
+        return _error(f"{args.script}: no such file")
+    run(args.script, args.arguments)
+    return EXIT_OK
+
+
+def _error(line: str) -> int:
+    print(line, file=sys.stderr)
+    return EXIT_ERROR
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    return {"verify": verify_command, "run": run_command}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

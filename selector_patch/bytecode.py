@@ -1,0 +1,36 @@
+"""What a compiled function does, read from its code objects (its own and its nested ones).
+
+The harness restores the module globals a selector assigns; the runtime patch asks which
+`NVTE_*` variables a selector reads. Both questions are about the code actually loaded, not about
+its source, so they work on a module imported from a wheel, a checkout or a patched text alike.
+"""
+
+from __future__ import annotations
+
+import dis
+import types
+from typing import Iterator
+
+
+def code_objects(function: types.FunctionType) -> Iterator[types.CodeType]:
+    """`function`'s code and every code object nested in it (inner functions, comprehensions)."""
+    pending = [function.__code__]
+    while pending:
+        code = pending.pop()
+        yield code
+        pending.extend(const for const in code.co_consts if isinstance(const, types.CodeType))
+
+
+def written_globals(function: types.FunctionType) -> frozenset[str]:
+    """Module globals `function` assigns or deletes."""
+    return frozenset(
+        instruction.argval
+        for code in code_objects(function)
+        for instruction in dis.get_instructions(code)
+        if instruction.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")
+    )
+
+
+def names_constant(function: types.FunctionType, value: str) -> bool:
+    """Whether the string `value` occurs as a literal in `function`'s code."""
+    return any(value in code.co_consts for code in code_objects(function))

@@ -1,0 +1,170 @@
+"""The virtual device: what hardware queries and package metadata answer while a selector runs.
+
+A loaded selector asks the machine four kinds of question: TE's helpers
+(`get_device_compute_capability`, `get_cudnn_version`, `is_in_onnx_export_mode`), `torch.cuda`,
+package metadata ("which flash-attn is installed", asked at import time by TE 1.x - 2.1) and
+cuDNN's fused-backend query through the compiled extension. `VirtualDevice` holds the answers for
+the scenario being run; the stand-ins handed to the selector read it at the moment they are
+asked, so one loaded module can be moved from one device to the next between calls.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+from dataclasses import dataclass
+
+import torch
+
+from selector_patch.harness.eager import EagerCompiler, eager
+from selector_patch.registry import PACKAGE_FIELD
+from selector_patch.scenario import Scenario
+from selector_patch.views import ModuleView
+
+#: Distribution names under which each flash-attn role has been published, as TE looks them up.
+DISTRIBUTION_ROLES = {
+    "flash-attn": "FA2",
+    "flashattn-hopper": "FA3",
+    "flash-attn-3": "FA3",
+    "flash-attn-4": "FA4",
+}
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The facts a selector module may read once, at import (TE 1.x - 2.1 do)."""
+
+    compute_capability: tuple[int, int]
+    cudnn_version: tuple[int, int, int]
+    #: Installed version per flash-attn role, None where not installed.
+    flash_attn: tuple[tuple[str, str | None], ...]
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> "Machine":
+        return cls(
+            scenario.compute_capability,
+            scenario.cudnn_version,
+            tuple((role, getattr(scenario, field)) for role, field in PACKAGE_FIELD.items()),
+        )
+
+    def installed(self, role: str) -> str | None:
+        return dict(self.flash_attn)[role]
+
+    def __str__(self) -> str:
+        major, minor = self.compute_capability
+        packages = ", ".join(
+            f"{role[2:]}: {version or 'none'}" for role, version in self.flash_attn
+        )
+        cudnn = ".".join(map(str, self.cudnn_version))
+        return f"sm{10 * major + minor}, cuDNN {cudnn}, flash-attn {packages}"
+
+
+def _normalized(distribution: str) -> str:
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+class VirtualDevice:
+    """The machine and cuDNN answer currently pinned; read live by every stand-in below."""
+
+    def __init__(self, machine: Machine, fused_backend: str) -> None:
+        self.pin(machine, fused_backend)
+
+    def pin(self, machine: Machine, fused_backend: str) -> None:
+        self.machine = machine
+        self.fused_backend = fused_backend
+
+    # TE's helpers that ask the machine and the process
+    def get_device_compute_capability(self) -> tuple[int, int]:
+        return self.machine.compute_capability
+
+    def get_cudnn_version(self) -> tuple[int, int, int]:
+        return self.machine.cudnn_version
+
+    @staticmethod
+    def is_in_onnx_export_mode() -> bool:
+        return False  # the virtual device runs eager PyTorch, never an ONNX export
+
+    def queries(self) -> dict[str, object]:
+        """TE helper functions answered by this device, by name (wherever TE defines them)."""
+        return {
+            "get_device_compute_capability": self.get_device_compute_capability,
+            "get_cudnn_version": self.get_cudnn_version,
+            "is_in_onnx_export_mode": self.is_in_onnx_export_mode,
+        }
+
+    # package metadata (importlib.metadata.version)
+    def package_version(self, distribution: str) -> str:
+        role = DISTRIBUTION_ROLES.get(_normalized(distribution))
+        if role is None:
+            return importlib.metadata.version(distribution)
+        version = self.machine.installed(role)
+        if version is None:
+            raise importlib.metadata.PackageNotFoundError(distribution)
+        return version
+
+
+class MetadataView(ModuleView):
+    """`importlib.metadata` answering flash-attn versions from the virtual device."""
+
+    def __init__(self, device: VirtualDevice) -> None:
+        super().__init__(importlib.metadata)
+        self.version = device.package_version
+
+
+class CudaView(ModuleView):
+    """`torch.cuda` of a machine with one GPU, device 0, of the pinned compute capability."""
+
+    def __init__(self, device: VirtualDevice) -> None:
+        super().__init__(torch.cuda)
+        self._device = device
+
+    def is_available(self) -> bool:
+        return True
+
+    def device_count(self) -> int:
+        return 1
+
+    def current_device(self) -> int:
+        return 0
+
+    def get_device_capability(self, device=None) -> tuple[int, int]:
+        return self._device.get_device_compute_capability()
+
+
+class UnregisteredLibrary(ModuleView):
+    """`torch.library` whose `custom_op` does not register anything.
+
+    Custom-op registration is process-wide by name: a second loaded release (or a mutant of the
+    same one) would collide with the first. The selector never calls these ops, so the decorated
+    function is kept as it is, with no-op registration hooks.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(torch.library)
+
+    @staticmethod
+    def custom_op(name, fn=None, /, **_options):
+        def keep(function):
+            for hook in ("register_fake", "register_autograd", "register_kernel"):
+                setattr(function, hook, _accept_registration)
+            return function
+
+        return keep(fn) if fn is not None else keep
+
+
+def _accept_registration(*args, **_kwargs):
+    if len(args) == 1 and callable(args[0]):
+        return args[0]
+    return lambda function: function
+
+
+class TorchView(ModuleView):
+    """`torch` as seen on the virtual device: real except `torch.cuda`, `torch.library` and the
+    compiler entry points (`torch.compile`, `torch.compiler`), which run eagerly (`eager`)."""
+
+    def __init__(self, device: VirtualDevice) -> None:
+        super().__init__(torch)
+        self.cuda = CudaView(device)
+        self.library = UnregisteredLibrary()
+        self.compile = eager
+        self.compiler = EagerCompiler()

@@ -1,0 +1,165 @@
+"""Load a TE selector file on the virtual device and run it for scenarios.
+
+`load_selector` executes the real selector module from source (or from replacement `text`, as the
+codemod and fuzzers need) under a private module name with a private import table (see
+`imports`). `LoadedSelector.select` pins the scenario's machine, cuDNN answer and `NVTE_*`
+variables, builds `AttentionParams` as `DotProductAttention` does and calls TE's own
+`get_attention_backend`, looked up on the module at call time so a wrapper installed there (the
+runtime patch) is what runs.
+
+TE 2.2+ is imported once; its installed packages are pinned per call through
+`FlashAttentionUtils`. TE 1.x - 2.1 decide which flash-attn is usable at import, from package
+metadata and the device, so they are imported once per machine, each import seeing that machine.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+import types
+from pathlib import Path
+
+from selector_patch import scoped_env
+from selector_patch.harness.device import Machine, MetadataView, TorchView, VirtualDevice
+from selector_patch.harness.extension import (
+    extension_module,
+    member_name,
+    returns_reject_message,
+)
+from selector_patch.harness.imports import EXTENSION, TE_PACKAGE, PrivateImports, execute
+from selector_patch.harness.logs import LoggingView, LogSink, WarningsView
+from selector_patch.harness.opaque import OpaqueModule
+from selector_patch.harness.params import attention_params_kwargs, field_names
+from selector_patch.harness.pinning import ModuleState, pins_packages
+from selector_patch.harness.selection import Selection, interpret
+from selector_patch.scenario import Scenario
+from selector_patch.sources import SelectorSource, resolve
+
+SELECTOR = "get_attention_backend"
+PARAMS = "AttentionParams"
+#: TE computes its log level at import from these; the harness always wants the debug lines.
+IMPORT_ENV = {"NVTE_DEBUG": "1", "NVTE_DEBUG_LEVEL": "2"}
+ENV_PREFIX = "NVTE_"
+
+
+class LoadError(Exception):
+    """The selector cannot be loaded; `str()` is one line, `"<path>: <cause>"`."""
+
+    def __init__(self, path: object, cause: str) -> None:
+        super().__init__(f"{path}: {cause}")
+
+
+class _Import:
+    """One execution of the selector module, and the state to restore before each call."""
+
+    def __init__(self, module: types.ModuleType) -> None:
+        self.module = module
+        self.state = ModuleState(module, module.__dict__[SELECTOR])
+
+
+class LoadedSelector:
+    """A selector module loaded on the virtual device."""
+
+    def __init__(self, source: SelectorSource, text: str) -> None:
+        self.source = source
+        self.path = source.path
+        self.te_version = source.te_version
+        self.text = text
+        try:
+            tree = ast.parse(text, str(self.path))
+        except SyntaxError as error:
+            raise LoadError(
+                self.path, f"syntax error on line {error.lineno}: {error.msg}"
+            ) from None
+        self._code = compile(tree, str(self.path), "exec")
+        self._package = _package_of(source)
+        self._lock = threading.Lock()
+        self._sink = LogSink()
+        default = Scenario()
+        self._device = VirtualDevice(Machine.of(default), default.fused_backend)
+        answers = self._device.queries()
+        self._imports = PrivateImports(
+            source.root,
+            views={
+                "torch": TorchView(self._device),
+                "os": scoped_env.OS_VIEW,
+                "logging": LoggingView(self._sink),
+                "warnings": WarningsView(self._sink),
+                "importlib.metadata": MetadataView(self._device),
+            },
+            answers=answers,
+            preset={
+                EXTENSION: extension_module(
+                    self._device, with_reject_message=returns_reject_message(tree)
+                ),
+                TE_PACKAGE: OpaqueModule(
+                    TE_PACKAGE, {**answers, "__version__": self.te_version or "0+unknown"}
+                ),
+            },
+        )
+        self._imported: dict[Machine, _Import] = {}
+        self._default = self._import_on(Machine.of(default))
+        self.module = self._default.module
+        self.params_fields = field_names(self.module.__dict__[PARAMS])
+        self._per_machine = not pins_packages(self.module)
+
+    def select(self, scenario: Scenario) -> Selection:
+        """Run TE's selector for `scenario`; raises `Unrepresentable` if the release cannot."""
+        member_name(scenario.fused_backend)  # reject a misspelt answer before running
+        with self._lock, scoped_env.overridden(dict(scenario.env), hide_prefix=ENV_PREFIX):
+            machine = Machine.of(scenario)
+            imported = self._import_on(machine) if self._per_machine else self._default
+            module = imported.module
+            kwargs = attention_params_kwargs(
+                scenario, self.params_fields, module.__dict__.get("check_set_window_size")
+            )
+            self._device.pin(machine, scenario.fused_backend)
+            imported.state.reset(machine.flash_attn)
+            self._sink.take()
+            result = module.__dict__[SELECTOR](module.__dict__[PARAMS](**kwargs))
+            return interpret(result, module.__dict__, scenario, self._sink.take())
+
+    def _import_on(self, machine: Machine) -> _Import:
+        """The module as imported on `machine`, executing it on first use."""
+        imported = self._imported.get(machine)
+        if imported is not None:
+            return imported
+        module = self._imports.new_module(self.path, package=self._package)
+        self._device.pin(machine, self._device.fused_backend)
+        try:
+            with scoped_env.overridden(IMPORT_ENV, hide_prefix=ENV_PREFIX):
+                execute(self._code, module)
+        except Exception as error:  # the module's own import-time failure, reported as such
+            raise LoadError(
+                self.path, f"import on {machine} failed: {type(error).__name__}: {error}"
+            ) from error
+        for required in (SELECTOR, PARAMS):
+            if required not in module.__dict__:
+                raise LoadError(self.path, f"defines no {required}")
+        imported = self._imported[machine] = _Import(module)
+        return imported
+
+
+def _package_of(source: SelectorSource) -> str:
+    """The dotted package the file lives in, for its relative imports ("" outside a TE tree)."""
+    if source.root is None:
+        return ""
+    relative = source.path.relative_to(source.root).with_suffix("")
+    return ".".join(relative.parts[:-1])
+
+
+def load_selector(
+    source: SelectorSource | str | Path, *, text: str | None = None
+) -> LoadedSelector:
+    """Load the selector of `source`: a resolved source, or any spec `sources.resolve` takes.
+
+    `text` replaces the file's contents; the module still lives at the file's place in its tree.
+    """
+    if not isinstance(source, SelectorSource):
+        source = resolve(str(source))
+    if text is None:
+        try:
+            text = source.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise LoadError(source.path, f"cannot read: {error}") from None
+    return LoadedSelector(source, text)

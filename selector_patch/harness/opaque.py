@@ -1,0 +1,72 @@
+"""Stand-ins for the modules a CPU-only machine lacks: TE's internals, its compiled extension,
+flash-attn.
+
+The selector module imports dozens of names it never uses while selecting (tensor classes,
+kernels, decorators, enum members used as dataclass defaults). Listing them per release would be
+brittle, so every such name is an *opaque* value: a class (so it works in `Union[...]`, as a base
+class and in `isinstance`), whose attributes and items are further opaque values, which compares
+by identity, and which, called on a function or class, gives it back unchanged (so `@jit_fuser`
+and `@no_torch_dynamo()` leave the decorated function intact). Anything the selector's decision
+depends on (hardware queries, cuDNN's answer) is not opaque: `OpaqueModule` takes those as
+explicit `answers`. An opaque value must never decide a branch, so testing its truth raises
+`OpaqueDecision`, naming the value: the cue to add an answer rather than a silent guess.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Callable, Mapping
+
+
+class OpaqueDecision(Exception):
+    """The selector branched on a value the virtual device has no answer for."""
+
+
+def _new_attribute(owner: Any, owner_name: str, name: str) -> type:
+    """An opaque attribute, kept on `owner`; dunder lookups (typing, inspect) find nothing."""
+    if name.startswith("__") and name.endswith("__"):
+        raise AttributeError(name)
+    value = opaque(f"{owner_name}.{name}")
+    setattr(owner, name, value)
+    return value
+
+
+class _OpaqueMeta(type):
+    def __getattr__(cls, name: str) -> Any:
+        return _new_attribute(cls, cls.__qualname__, name)
+
+    def __getitem__(cls, key: Any) -> Any:
+        return cls._derived(f"{cls.__qualname__}[{key!r}]")
+
+    def __bool__(cls) -> bool:
+        raise OpaqueDecision(f"the selector branched on {cls.__qualname__}, which has no answer")
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and isinstance(args[0], (types.FunctionType, type)):
+            return args[0]
+        return cls._derived(f"{cls.__qualname__}()")
+
+    def _derived(cls, qualname: str) -> type:
+        """The same opaque value each time the same expression is evaluated."""
+        derived = cls.__dict__["_opaque_derived"]
+        if qualname not in derived:
+            derived[qualname] = opaque(qualname)
+        return derived[qualname]
+
+
+def opaque(qualname: str) -> type:
+    """A fresh opaque value named `qualname` (the name shows up in TE's debug log)."""
+    namespace = {"__qualname__": qualname, "_opaque_derived": {}}
+    return _OpaqueMeta(qualname.rsplit(".", 1)[-1], (), namespace)
+
+
+class OpaqueModule(types.ModuleType):
+    """A module whose every attribute is opaque, except the `answers` it is given."""
+
+    def __init__(self, name: str, answers: Mapping[str, Callable[..., Any]]) -> None:
+        super().__init__(name)
+        self.__dict__.update(answers)
+        self.__path__: list[str] = []  # a package: submodules may be imported from it
+
+    def __getattr__(self, name: str) -> Any:
+        return _new_attribute(self, self.__name__, name)

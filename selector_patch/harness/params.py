@@ -1,0 +1,76 @@
+"""`AttentionParams` for a scenario, built the way `DotProductAttention` builds them.
+
+`DotProductAttention.forward` fills `AttentionParams` from its tensors and its own settings; some
+of those values differ from the dataclass defaults (no bias gives `core_attention_bias_shape=None`
+and `core_attention_bias_requires_grad=False`, the softmax scale is `1/sqrt(head_dim)`, the window
+comes from the module's own `check_set_window_size`). Calling the selector with the defaults
+instead would run filters no real call runs. Field names differ across releases, so only fields
+the release's dataclass declares are passed; a scenario the release cannot express is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable
+
+import torch
+
+from selector_patch.scenario import Scenario
+
+
+class Unrepresentable(Exception):
+    """The release's `AttentionParams` cannot express this scenario."""
+
+
+def field_names(params_class: type) -> tuple[str, ...]:
+    return tuple(field.name for field in dataclasses.fields(params_class))
+
+
+def attention_params_kwargs(
+    scenario: Scenario,
+    fields: tuple[str, ...],
+    check_set_window_size: Callable[[str, Any], Any] | None,
+) -> dict[str, Any]:
+    """Keyword arguments for the release's `AttentionParams`, as a BF16 no-bias DPA call passes."""
+    if "requires_backward" not in fields and scenario.backward != scenario.training:
+        raise Unrepresentable(
+            f"backward={scenario.backward} with training={scenario.training}: this release "
+            "reads `is_training` as the backward flag"
+        )
+    if "head_dim_qk" not in fields and scenario.head_dim_qk != scenario.head_dim_v:
+        raise Unrepresentable(
+            f"head_dim_qk={scenario.head_dim_qk} != head_dim_v={scenario.head_dim_v}: this "
+            "release has a single `head_dim`"
+        )
+    window_size = (
+        check_set_window_size(scenario.attn_mask_type, None) if check_set_window_size else None
+    )
+    passed = {
+        "qkv_type": torch.Tensor,
+        "qkv_dtype": torch.bfloat16,
+        "qkv_layout": scenario.qkv_layout,
+        "batch_size": scenario.batch_size,
+        "num_heads": scenario.num_heads,
+        "num_gqa_groups": scenario.num_gqa_groups,
+        "max_seqlen_q": scenario.max_seqlen_q,
+        "max_seqlen_kv": scenario.max_seqlen_kv,
+        "head_dim": scenario.head_dim_qk,
+        "head_dim_qk": scenario.head_dim_qk,
+        "head_dim_v": scenario.head_dim_v,
+        "attn_mask_type": scenario.attn_mask_type,
+        "window_size": window_size,
+        "alibi_slopes_shape": None,
+        "core_attention_bias_type": "no_bias",
+        "core_attention_bias_shape": None,
+        "core_attention_bias_requires_grad": False,
+        "pad_between_seqs": False,
+        "attention_dropout": scenario.attention_dropout,
+        "context_parallel": False,
+        "deterministic": scenario.deterministic,
+        "is_training": scenario.training,
+        "requires_backward": scenario.backward,
+        "fp8": False,
+        "softmax_scale": 1.0 / math.sqrt(scenario.head_dim_qk),
+    }
+    return {name: value for name, value in passed.items() if name in fields}

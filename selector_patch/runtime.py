@@ -1,0 +1,161 @@
+"""The runtime patch: registry guards for a TE that cannot be edited, applied at start-up.
+
+`install()` wraps `get_attention_backend` on the module TE's callers look it up on
+(`dot_product_attention.utils` from TE 2.2, `attention` in 1.x / 2.1). For each call the wrapper
+maps the `AttentionParams` and the device (read through the module's own
+`get_device_compute_capability` and installed-package flags) to the registry's trigger inputs.
+When no hazard is triggered, the original function runs and its result is returned untouched.
+When one is, TE's own selector runs with that backend switched off through its `NVTE_*`
+variable, overridden for this call and thread only (`scoped_env`; `os.environ` is never
+written), so TE picks the fallback, computes `available_backends` and logs as it always does.
+The registry message is logged once per configuration on TE's "DotProductAttention" logger.
+
+A backend is switched off by the most specific variable the selector reads (`Role.switches`):
+TE 2.15 - 2.17 read no `NVTE_FLASH_ATTN_V4`, so there FA4 is switched off with
+`NVTE_FLASH_ATTN=0`, which also takes FA2 / FA3 out of that one re-run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import logging
+import os
+import threading
+import types
+from typing import Any, Callable
+
+from selector_patch import scoped_env
+from selector_patch.bytecode import names_constant
+from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
+from selector_patch.roles import ROLES
+from selector_patch.scenario import Scenario
+
+SELECTOR = "get_attention_backend"
+#: Where TE's callers look the selector up, newest layout first.
+SELECTOR_MODULES = (
+    "transformer_engine.pytorch.attention.dot_product_attention.utils",
+    "transformer_engine.pytorch.dot_product_attention.utils",
+    "transformer_engine.pytorch.attention",
+)
+LOGGER = "DotProductAttention"
+
+
+@dataclasses.dataclass
+class _Patch:
+    original: Callable[..., Any]
+    #: The module's `os`, when the patch replaced it with `scoped_env.OS_VIEW`.
+    replaced_os: types.ModuleType | None
+    logged: set[tuple[str, Scenario]] = dataclasses.field(default_factory=set)
+
+
+_patches: dict[types.ModuleType, _Patch] = {}
+_lock = threading.Lock()
+
+
+def _resolve(module: types.ModuleType, expression: str) -> Any:
+    """`Name.attr` evaluated in the module's namespace; None where the module lacks it."""
+    head, _, attribute = expression.partition(".")
+    value = module.__dict__.get(head)
+    return getattr(value, attribute, None) if attribute and value is not None else value
+
+
+def installed_version(module: types.ModuleType, role: str) -> str | None:
+    """The version of the role's flash-attn package as the selector module recorded it."""
+    for installed, version in zip(ROLES[role].installed, ROLES[role].versions):
+        flag = _resolve(module, installed)
+        if flag is not None:
+            return str(_resolve(module, version)) if flag else None
+    return None
+
+
+def trigger_scenario(module: types.ModuleType, params: Any) -> Scenario:
+    """The registry's trigger inputs for one selector call: params plus the current device."""
+    fields = {field.name for field in dataclasses.fields(params)}
+    head_dim_qk = params.head_dim_qk if "head_dim_qk" in fields else params.head_dim
+    head_dim_v = params.head_dim_v if "head_dim_v" in fields else params.head_dim
+    return Scenario(
+        compute_capability=tuple(module.get_device_compute_capability()),
+        deterministic=bool(params.deterministic),
+        training=bool(params.is_training),
+        backward=bool(
+            params.requires_backward if "requires_backward" in fields else params.is_training
+        ),
+        attention_dropout=float(params.attention_dropout),
+        head_dim_qk=head_dim_qk,
+        head_dim_v=head_dim_v,
+        **{field: installed_version(module, role) for role, field in PACKAGE_FIELD.items()},
+    )
+
+
+def switch(selector: Callable[..., Any], role: str) -> str:
+    """The `NVTE_*` variable that turns `role` off in this selector."""
+    switches = ROLES[role].switches
+    return next((name for name in switches if names_constant(selector, name)), switches[-1])
+
+
+def _wrap(module: types.ModuleType, patch: _Patch) -> Callable[..., Any]:
+    original = patch.original
+
+    @functools.wraps(original)
+    def get_attention_backend(attention_params=None, *args, **kwargs):
+        scenario = trigger_scenario(module, attention_params)
+        triggered = [hazard for hazard in HAZARDS if hazard.triggered_by(scenario)]
+        if not triggered:
+            return original(attention_params, *args, **kwargs)
+        _log_once(module, patch, triggered, scenario)
+        switches = {switch(original, hazard.backend): "0" for hazard in triggered}
+        with scoped_env.overridden(switches):
+            return original(attention_params, *args, **kwargs)
+
+    return get_attention_backend
+
+
+def _log_once(module: types.ModuleType, patch: _Patch, hazards: list[Hazard], scenario) -> None:
+    logger = module.__dict__.get("logging", logging).getLogger(LOGGER)
+    for hazard in hazards:
+        with _lock:
+            first = (hazard.id, scenario) not in patch.logged
+            patch.logged.add((hazard.id, scenario))
+        if first:
+            logger.warning(hazard.message)
+
+
+def selector_module() -> types.ModuleType:
+    """The module of the running process's TE that holds the selector (importing TE if needed)."""
+    for name in SELECTOR_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError:
+            continue
+        if callable(module.__dict__.get(SELECTOR)):
+            return module
+    raise RuntimeError(f"no TE attention selector found in {', '.join(SELECTOR_MODULES)}")
+
+
+def install(module: types.ModuleType | None = None) -> types.ModuleType:
+    """Wrap the selector of `module` (default: the running TE's); calling it twice is harmless."""
+    module = module if module is not None else selector_module()
+    with _lock:
+        if module not in _patches:
+            replaced_os = os if module.__dict__.get("os") is os else None
+            patch = _Patch(module.__dict__[SELECTOR], replaced_os)
+            if replaced_os is not None:
+                module.os = scoped_env.OS_VIEW
+            module.__dict__[SELECTOR] = _wrap(module, patch)
+            _patches[module] = patch
+    return module
+
+
+def uninstall(module: types.ModuleType | None = None) -> None:
+    """Put back the original selector function object (and `os`) of every patched module, or
+    of `module` only."""
+    with _lock:
+        for patched in [module] if module is not None else list(_patches):
+            patch = _patches.pop(patched, None)
+            if patch is None:
+                continue
+            patched.__dict__[SELECTOR] = patch.original
+            if patch.replaced_os is not None:
+                patched.os = patch.replaced_os

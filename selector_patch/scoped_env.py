@@ -1,0 +1,106 @@
+"""Thread-local overrides of the environment variables a TE selector reads.
+
+Both the harness (pinning a scenario's `NVTE_*` variables) and the runtime patch (re-running the
+selector with one backend switched off) must change what the selector *reads* without touching
+`os.environ`, which every other thread shares. The selector module is given `OS_VIEW` in place of
+its `os` global: a module that is `os` in every respect except that `os.environ` and `os.getenv`
+consult this thread's override layers first. Layers nest, so the runtime patch's override composes
+with the harness's pinning, innermost first.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from selector_patch.views import ModuleView
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class _Layer:
+    values: Mapping[str, str]
+    #: Variables starting with this prefix read as unset unless `values` sets them.
+    hidden_prefix: str | None
+
+
+_state = threading.local()
+
+
+def _layers() -> list[_Layer]:
+    layers = getattr(_state, "layers", None)
+    if layers is None:
+        layers = _state.layers = []
+    return layers
+
+
+@contextmanager
+def overridden(values: Mapping[str, str], *, hide_prefix: str | None = None) -> Iterator[None]:
+    """Within the block, and in this thread only, the selector reads `values` over the real
+    environment; with `hide_prefix`, other variables with that prefix read as unset."""
+    layers = _layers()
+    layers.append(_Layer(dict(values), hide_prefix))
+    try:
+        yield
+    finally:
+        layers.pop()
+
+
+def lookup(name: str, default=None):
+    """What this thread reads for `name`: the innermost layer deciding it, else os.environ."""
+    for layer in reversed(_layers()):
+        value = layer.values.get(name, _MISSING)
+        if value is not _MISSING:
+            return value
+        if layer.hidden_prefix is not None and name.startswith(layer.hidden_prefix):
+            return default
+    return os.environ.get(name, default)
+
+
+class EnvironView(MutableMapping):
+    """`os.environ` as this thread sees it; writes go to the real environment."""
+
+    def get(self, name, default=None):
+        return lookup(name, default)
+
+    def __getitem__(self, name: str) -> str:
+        value = lookup(name, _MISSING)
+        if value is _MISSING:
+            raise KeyError(name)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and lookup(name, _MISSING) is not _MISSING
+
+    def __iter__(self) -> Iterator[str]:
+        names = set(os.environ)
+        for layer in _layers():
+            names.update(layer.values)
+        return iter(sorted(name for name in names if name in self))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __setitem__(self, name: str, value: str) -> None:
+        os.environ[name] = value
+
+    def __delitem__(self, name: str) -> None:
+        del os.environ[name]
+
+
+class OsView(ModuleView):
+    """The `os` module with `environ` and `getenv` replaced by this thread's view."""
+
+    def __init__(self) -> None:
+        super().__init__(os)
+        self.environ = EnvironView()
+
+    def getenv(self, name: str, default=None):
+        return lookup(name, default)
+
+
+OS_VIEW = OsView()

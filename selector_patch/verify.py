@@ -1,0 +1,131 @@
+"""`verify`: run every registry hazard's witnesses and controls through a real selector.
+
+Per hazard it answers three questions against TE's own code on the virtual device:
+
+- applicable: does the selector have the hazard's backend at all (one of the role's flag names
+  occurs in its source)?
+- reachable: does any witness (an input inside the hazard) select that backend? The first one
+  that does is reported.
+- controls: for each witness and each of the hazard's controls (inputs just outside it), is the
+  backend still selected (passed)? A control *fails* only when the backend was not selected and
+  TE's log for that call carries the hazard's own message, i.e. the hazard's guard removed it;
+  when another of TE's filters excluded it, the control says nothing and is skipped. Controls the
+  release cannot express (a `needs` field it lacks, MLA head dims on TE 1.9) are skipped too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from selector_patch.harness import LoadedSelector, Selection, Unrepresentable
+from selector_patch.registry import HAZARDS, Hazard
+from selector_patch.scenario import Scenario
+
+
+@dataclass
+class ControlReport:
+    passed: int = 0
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    skipped: int = 0
+
+
+@dataclass
+class HazardReport:
+    id: str
+    applicable: bool
+    #: The first witness that selects the hazard's backend; None when none does.
+    witness: Scenario | None
+    controls: ControlReport
+
+    @property
+    def reachable(self) -> bool:
+        return self.witness is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "applicable": self.applicable,
+            "reachable": self.reachable,
+            "witness": self.witness.describe() if self.witness is not None else None,
+            "controls": {
+                "passed": self.controls.passed,
+                "failed": self.controls.failed,
+                "skipped": self.controls.skipped,
+            },
+        }
+
+    def summary(self) -> str:
+        """One line for humans."""
+        if self.witness is not None:
+            verdict = f"REACHABLE on {self.witness.sm}"
+        else:
+            verdict = "not reachable" if self.applicable else "not applicable"
+        failed = ", ".join(sorted({control["name"] for control in self.controls.failed}))
+        return (
+            f"{self.id} {verdict}; controls: {self.controls.passed} passed, "
+            f"{len(self.controls.failed)} failed{f' ({failed})' if failed else ''}, "
+            f"{self.controls.skipped} skipped"
+        )
+
+    @property
+    def ok(self) -> bool:
+        return not self.reachable and not self.controls.failed
+
+
+def applicable(selector: LoadedSelector, hazard: Hazard) -> bool:
+    """Whether the selector's source names one of the hazard backend's flags."""
+    return any(re.search(rf"\b{re.escape(flag)}\b", selector.text) for flag in hazard.role.flags)
+
+
+def _try_select(selector: LoadedSelector, scenario: Scenario) -> Selection | None:
+    try:
+        return selector.select(scenario)
+    except Unrepresentable:
+        return None
+
+
+def _mentions(selection: Selection, message: str) -> bool:
+    return any(message in line for line in selection.log)
+
+
+def verify_hazard(selector: LoadedSelector, hazard: Hazard) -> HazardReport:
+    witnesses = list(hazard.witnesses())
+    reached = next(
+        (
+            witness
+            for witness in witnesses
+            if (selection := _try_select(selector, witness)) is not None
+            and selection.role == hazard.backend
+        ),
+        None,
+    )
+    controls = ControlReport()
+    seen: set[Scenario] = set()
+    for witness in witnesses:
+        for control, scenario in hazard.control_scenarios(witness):
+            if scenario in seen:
+                continue
+            seen.add(scenario)
+            selection = None
+            if control.needs is None or control.needs in selector.params_fields:
+                selection = _try_select(selector, scenario)
+            if selection is None:
+                controls.skipped += 1
+            elif selection.role == hazard.backend:
+                controls.passed += 1
+            elif _mentions(selection, hazard.message):
+                controls.failed.append({"name": control.name, "inputs": scenario.describe()})
+            else:
+                controls.skipped += 1
+    return HazardReport(
+        id=hazard.id,
+        applicable=applicable(selector, hazard),
+        witness=reached,
+        controls=controls,
+    )
+
+
+def verify(selector: LoadedSelector, hazards: Iterable[Hazard] = HAZARDS) -> list[HazardReport]:
+    return [verify_hazard(selector, hazard) for hazard in hazards]

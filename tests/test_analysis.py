@@ -1,0 +1,387 @@
+"""The abstract interpreter and the hazard analysis on small synthetic selectors.
+
+Each case is a selector body whose variable `flag` is judged at the returns: "off" when it is
+definitely falsy at every reachable return, "maybe" otherwise. Inputs are bound as the analysis
+binds a witness: `AttentionParams` fields by name, the compute capability through TE's hardware
+query; everything else is unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import textwrap
+
+import pytest
+
+from lint_plugin import interpreter
+from lint_plugin.absint import const, join
+from lint_plugin.analysis import HazardVerdict, analyze_hazard, analyze_source, compute_capability
+from lint_plugin.dialect import find_selectors
+from lint_plugin.interpreter import AnalysisBudgetExceeded, Facts, Interpreter
+from lint_plugin.program import Program
+from lint_plugin.slicing import Slice
+from selector_patch.registry import HAZARDS, get_hazard
+from selector_patch.scenario import Scenario
+
+PRELUDE = """
+    deterministic = attention_params.deterministic
+    is_training = attention_params.is_training
+    head_dim = attention_params.head_dim
+    device_compute_capability = get_device_compute_capability()
+    flag = int(os.environ.get("FLAG", "1"))
+"""
+
+
+def flag(body: str, capability=(12, 0), sliced: bool = False, **params) -> str:
+    source = "def get_attention_backend(attention_params):\n" + textwrap.indent(
+        textwrap.dedent(PRELUDE) + textwrap.dedent(body), "    "
+    )
+    function = ast.parse(source).body[0]
+    program = Program(function)
+    facts = Facts(
+        params={name: const(value, frozenset((name,))) for name, value in params.items()},
+        calls=compute_capability(capability),
+    )
+    relevant = Slice(program, frozenset({"flag"})) if sliced else None
+    states = Interpreter(program, facts, relevant=relevant).run()
+    values = [state.vars["flag"] for state in states if "flag" in state.vars]
+    if not values:
+        return "off"
+    return "off" if functools.reduce(join, values).truth is False else "maybe"
+
+
+GUARDED = dict(deterministic=True, is_training=True)
+
+CASES = [
+    ("no guard", "return flag", "maybe"),
+    (
+        "conjunction refines the else-branch",
+        """
+        if flag and deterministic and is_training and device_compute_capability[0] == 12:
+            flag = False
+        return flag
+    """,
+        "off",
+    ),
+    (
+        "negation: else-branch knows the flag is truthy",
+        """
+        if not flag:
+            pass
+        else:
+            if deterministic:
+                flag = False
+        return flag
+    """,
+        "off",
+    ),
+    (
+        "tuple membership",
+        """
+        if device_compute_capability not in ((8, 0), (9, 0), (10, 0)) and deterministic:
+            flag = False
+        return flag
+    """,
+        "off",
+    ),
+    (
+        "chained range",
+        """
+        if (12, 0) <= device_compute_capability < (13, 0) and is_training:
+            flag = False
+        return flag
+    """,
+        "off",
+    ),
+    (
+        "wrong architecture",
+        """
+        if device_compute_capability == (10, 0) and deterministic:
+            flag = False
+        return flag
+    """,
+        "maybe",
+    ),
+    (
+        "an unbound input keeps the guard undecided",
+        """
+        if deterministic and head_dim > 192:
+            flag = False
+        return flag
+    """,
+        "maybe",
+    ),
+    (
+        "builtins fold on constants",
+        """
+        if max(device_compute_capability[0], 11) > 11:
+            flag = False
+        return flag
+    """,
+        "off",
+    ),
+    (
+        "later re-enable",
+        """
+        if deterministic:
+            flag = False
+        flag = int(os.environ.get("FLAG", "1"))
+        return flag
+    """,
+        "maybe",
+    ),
+    (
+        "early return before the guard",
+        """
+        if os.environ.get("EARLY"):
+            return flag
+        if deterministic:
+            flag = False
+        return flag
+    """,
+        "maybe",
+    ),
+    (
+        "a raise prunes the path",
+        """
+        if flag and deterministic:
+            raise ValueError("unsupported")
+        return flag
+    """,
+        "off",
+    ),
+    (
+        "nonlocal helper",
+        """
+        def _disable():
+            nonlocal flag
+            flag = False
+
+        if deterministic:
+            _disable()
+        return flag
+    """,
+        "off",
+    ),
+    (
+        "helper result in a condition",
+        """
+        def _supported(capability):
+            if capability[0] == 12:
+                return False
+            return True
+
+        if not _supported(device_compute_capability):
+            flag = False
+        return flag
+    """,
+        "off",
+    ),
+    (
+        "helper locals do not leak",
+        """
+        def _shadow():
+            flag = False
+            return flag
+
+        _shadow()
+        return flag
+    """,
+        "maybe",
+    ),
+    (
+        "loop that may not run",
+        """
+        for item in os.environ.get("ITEMS", ""):
+            flag = False
+        return flag
+    """,
+        "maybe",
+    ),
+    (
+        "loop with break",
+        """
+        while True:
+            flag = False
+            break
+        return flag
+    """,
+        "off",
+    ),
+    (
+        "counting loop reaches a fixpoint",
+        """
+        count = 0
+        while count < int(os.environ.get("N", "3")):
+            count += 1
+            if count > 1:
+                flag = False
+        return flag
+    """,
+        "maybe",
+    ),
+    (
+        "handler may start before the guard",
+        """
+        try:
+            probe()
+            flag = False
+        except AssertionError:
+            pass
+        return flag
+    """,
+        "maybe",
+    ),
+    (
+        "guard before anything can raise",
+        """
+        try:
+            flag = False
+            probe()
+        except AssertionError:
+            pass
+        return flag
+    """,
+        "off",
+    ),
+    (
+        "finally runs on every path",
+        """
+        try:
+            probe()
+        finally:
+            flag = False
+        return flag
+    """,
+        "off",
+    ),
+    (
+        "a context manager may swallow the rest of its body",
+        """
+        with suppress(Exception):
+            probe()
+            flag = False
+        return flag
+    """,
+        "maybe",
+    ),
+    (
+        "match statement",
+        """
+        match device_compute_capability:
+            case (12, _):
+                flag = False
+            case _:
+                flag = False
+        return flag
+    """,
+        "off",
+    ),
+    (
+        "method call forgets a local list",
+        """
+        reasons = []
+        if deterministic:
+            reasons.append("deterministic")
+        if reasons:
+            flag = False
+        return flag
+    """,
+        "maybe",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), [pytest.param(b, e, id=n) for n, b, e in CASES])
+@pytest.mark.parametrize("sliced", [False, True], ids=["whole", "sliced"])
+def test_flag_at_returns(body: str, expected: str, sliced: bool) -> None:
+    assert flag(body, sliced=sliced, **GUARDED) == expected
+
+
+def test_refinement_is_per_witness() -> None:
+    guard = """
+        if deterministic and device_compute_capability in ((12, 0), (12, 1)):
+            flag = False
+        return flag
+    """
+    assert flag(guard, capability=(12, 1), **GUARDED) == "off"
+    assert flag(guard, capability=(9, 0), **GUARDED) == "maybe"
+    assert flag(guard, capability=(12, 0), deterministic=False, is_training=True) == "maybe"
+
+
+def test_budget(monkeypatch) -> None:
+    monkeypatch.setattr(interpreter, "STATEMENT_BUDGET", 5)
+    with pytest.raises(AnalysisBudgetExceeded):
+        flag("x = 1\nx = 2\nx = 3\nreturn flag")
+
+
+SELECTOR = """
+import os
+
+
+def get_attention_backend(attention_params):
+    deterministic = attention_params.deterministic
+    is_training = attention_params.is_training
+    device_compute_capability = get_device_compute_capability()
+    use_flash_attention_4 = int(os.environ.get("NVTE_FLASH_ATTN_V4", "1"))
+{guard}
+    return use_flash_attention_4
+"""
+
+
+def test_verdict_fields() -> None:
+    reachable, not_applicable = analyze_source(SELECTOR.format(guard=""))
+    assert isinstance(reachable, HazardVerdict)
+    assert (reachable.hazard_id, reachable.function) == ("TEA001", "get_attention_backend")
+    assert reachable.applicable and reachable.reachable
+    assert reachable.witness in set(get_hazard("TEA001").witnesses())
+    assert (reachable.line, reachable.col) == (9, 4)  # the enable line
+    assert "deterministic=True" in reachable.detail and "sm120" in reachable.detail
+    assert not not_applicable.applicable and not not_applicable.reachable
+    assert not_applicable.witness is None and not_applicable.line is None
+
+
+def test_guarded_verdict() -> None:
+    guard = """
+    if deterministic and is_training and device_compute_capability[0] == 12:
+        use_flash_attention_4 = False"""
+    verdict = analyze_source(SELECTOR.format(guard=guard), hazards=[get_hazard("TEA001")])[0]
+    assert verdict.applicable and not verdict.reachable
+    assert verdict.witness is None and verdict.line is None
+
+
+def test_wrong_architecture_points_at_the_guard() -> None:
+    guard = """
+    if deterministic and is_training and device_compute_capability == (10, 0):
+        use_flash_attention_4 = False"""
+    verdict = analyze_source(SELECTOR.format(guard=guard), hazards=[get_hazard("TEA001")])[0]
+    assert verdict.reachable and verdict.line == 11
+    assert "(10, 0)" in verdict.detail
+
+
+def test_requires_backward_dialect_binds_requires_backward() -> None:
+    source = SELECTOR.replace(
+        "    is_training = attention_params.is_training",
+        "    requires_backward = attention_params.requires_backward",
+    ).format(
+        guard="""
+    if use_flash_attention_4 and deterministic and requires_backward:
+        if device_compute_capability[0] == 12:
+            use_flash_attention_4 = False"""
+    )
+    assert not analyze_source(source, hazards=[get_hazard("TEA001")])[0].reachable
+
+
+def test_configurable_function_names() -> None:
+    source = SELECTOR.format(guard="").replace("get_attention_backend", "pick_backend")
+    assert analyze_source(source) == []
+    assert len(analyze_source(source, function_names=["pick_backend"])) == len(HAZARDS)
+
+
+def test_same_verdict_for_every_environment_of_a_point() -> None:
+    """Witnesses differ in `NVTE_*` variables the analysis leaves unknown: one run covers them."""
+    module = ast.parse(SELECTOR.format(guard=""))
+    function = find_selectors(module)[0]
+    verdict = analyze_hazard(module, function, get_hazard("TEA001"))
+    assert verdict.witness.env == Scenario().env

@@ -1,0 +1,83 @@
+"""The seed reports' scenarios on the real, unpatched TE 2.20.2 selector: today's behaviour."""
+
+from __future__ import annotations
+
+import pytest
+from seed_cases import (
+    SEED_000,
+    SEED_000_CONTROLS,
+    SEED_000_NO_UNFUSED,
+    SEED_001,
+    SEED_001_CONTROLS,
+    SEED_001_FORWARD_ONLY,
+)
+
+from selector_patch.harness import Selection, Unrepresentable
+from selector_patch.registry import get_hazard
+
+TEA001, TEA002 = get_hazard("TEA001"), get_hazard("TEA002")
+
+
+@pytest.fixture(scope="module")
+def te(loaded):
+    return loaded("2.20.2")
+
+
+def test_seed_000_selects_fa4_as_reported(te):
+    selection = te.select(SEED_000)
+    assert selection == Selection(
+        backend="FlashAttention",
+        role="FA4",
+        flash_version="4.0.0b24",
+        available=(True, False, True),
+    )
+    # The report's log lines, verbatim.
+    assert (
+        "Available backends = {FlashAttention=True (4.0.0b24), FusedAttention=False,"
+        " UnfusedDotProductAttention=True}" in selection.log
+    )
+    assert "Selected backend = FlashAttention (4.0.0b24)." in selection.log
+    assert TEA001.triggered_by(SEED_000)
+
+
+def test_seed_000_without_unfused_still_selects_fa4(te):
+    selection = te.select(SEED_000_NO_UNFUSED)
+    assert (selection.role, selection.available) == ("FA4", (True, False, False))
+
+
+@pytest.mark.parametrize("name", sorted(SEED_001))
+def test_seed_001_dropout_cases_select_fa2(te, name):
+    scenario = SEED_001[name]
+    selection = te.select(scenario)
+    assert (selection.backend, selection.role, selection.flash_version) == (
+        "FlashAttention",
+        "FA2",
+        "2.8.3",
+    )
+    assert TEA002.triggered_by(scenario)
+
+
+CONTROLS = {
+    **{f"seed 000 {name}": (scenario, TEA001) for name, scenario in SEED_000_CONTROLS.items()},
+    **{f"seed 001 {name}": (scenario, TEA002) for name, scenario in SEED_001_CONTROLS.items()},
+}
+
+
+@pytest.mark.parametrize("name", list(CONTROLS))
+def test_controls_keep_the_backend(te, name):
+    scenario, hazard = CONTROLS[name]
+    assert te.select(scenario).role == hazard.backend
+    assert not hazard.triggered_by(scenario)
+
+
+def test_seed_001_forward_only_is_not_expressible_before_requires_backward(te):
+    assert "requires_backward" not in te.params_fields
+    with pytest.raises(Unrepresentable, match="reads `is_training` as the backward flag"):
+        te.select(SEED_001_FORWARD_ONLY)
+
+
+def test_log_lines_are_te_formatted(te):
+    lines = te.select(SEED_001["head dim 256"]).log
+    assert lines[0].startswith("Running with config={'transformer_engine_version': '2.20.2',")
+    assert "'compute_capability': 'sm120'" in lines[0]
+    assert "Disabling FusedAttention due to NVTE_FUSED_ATTN=0" in lines

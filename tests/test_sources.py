@@ -1,0 +1,183 @@
+"""TE source resolution: checkouts, files, the installed distribution, releases and the cache."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from selector_patch import sources
+from selector_patch.sources import (
+    CORPUS_RELEASES,
+    SELECTOR_PATHS,
+    SelectorSource,
+    SourceError,
+    resolve,
+)
+
+SELECTOR_TEXT = "def get_attention_backend(attention_params=None):\n    return None\n"
+
+
+def make_tree(root: Path, relative: str, *, version: str | None = "9.9.9") -> Path:
+    """A minimal TE tree: one selector file and, optionally, wheel metadata."""
+    path = root / relative
+    path.parent.mkdir(parents=True)
+    path.write_text(SELECTOR_TEXT)
+    if version is not None:
+        info = root / f"transformer_engine-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: transformer_engine\nVersion: {version}\n"
+        )
+        (info / "RECORD").write_text(f"{relative},,\n")
+    return path
+
+
+def make_wheel(directory: Path, version: str) -> Path:
+    tree = directory / "tree"
+    make_tree(tree, SELECTOR_PATHS[0], version=version)
+    wheel = directory / f"transformer_engine-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for file in tree.rglob("*"):
+            if file.is_file():
+                archive.write(file, file.relative_to(tree).as_posix())
+    return wheel
+
+
+def test_corpus_is_the_29_releases_in_order():
+    from packaging.version import Version
+
+    assert len(CORPUS_RELEASES) == 29
+    assert list(CORPUS_RELEASES) == sorted(CORPUS_RELEASES, key=Version)
+    assert CORPUS_RELEASES[0] == "1.9.0.post1" and CORPUS_RELEASES[-1] == "2.20.2"
+
+
+@pytest.mark.parametrize("relative", SELECTOR_PATHS)
+def test_checkout_finds_each_layout(tmp_path, relative):
+    path = make_tree(tmp_path, relative)
+    source = resolve(str(tmp_path))
+    assert source == SelectorSource(path, tmp_path, "9.9.9", "checkout")
+    assert resolve(str(tmp_path / "transformer_engine")).path == path
+
+
+def test_newest_layout_that_defines_the_selector_wins(tmp_path):
+    """TE 2.2 ships both `attention.py` and `dot_product_attention/utils.py`."""
+    make_tree(tmp_path, SELECTOR_PATHS[1])
+    (tmp_path / SELECTOR_PATHS[2]).write_text("from .dot_product_attention import utils\n")
+    assert resolve(str(tmp_path)).path == tmp_path / SELECTOR_PATHS[1]
+
+
+def test_checkout_version_file(tmp_path):
+    make_tree(tmp_path, SELECTOR_PATHS[0], version=None)
+    (tmp_path / "build_tools").mkdir()
+    (tmp_path / "build_tools" / "VERSION.txt").write_text("2.21.0.dev0\n")
+    assert resolve(str(tmp_path)).te_version == "2.21.0.dev0"
+
+
+def test_file_inside_a_tree_knows_its_root(tmp_path):
+    path = make_tree(tmp_path, SELECTOR_PATHS[0])
+    assert resolve(str(path)) == SelectorSource(path, tmp_path, "9.9.9", "file")
+
+
+def test_bare_file(tmp_path):
+    path = tmp_path / "fork_selector.py"
+    path.write_text(SELECTOR_TEXT)
+    assert resolve(str(path)) == SelectorSource(path, None, None, "file")
+
+
+def test_installed_is_found_from_metadata_without_importing(tmp_path, monkeypatch):
+    path = make_tree(tmp_path, SELECTOR_PATHS[0], version="2.99.0")
+    (tmp_path / "transformer_engine" / "__init__.py").write_text("raise RuntimeError('imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert resolve("installed") == SelectorSource(path, tmp_path, "2.99.0", "installed")
+    assert "transformer_engine" not in sys.modules
+
+
+@pytest.mark.parametrize(
+    ("spec", "cause"),
+    [
+        ("no/such/dir", "no such file or directory, and not `installed` or a TE version"),
+        ("installed", "no transformer_engine distribution is installed"),
+    ],
+)
+def test_errors_are_one_line(spec, cause):
+    with pytest.raises(SourceError) as raised:
+        resolve(spec)
+    assert str(raised.value) == f"{spec}: {cause}"
+
+
+def test_directory_without_selector(tmp_path):
+    with pytest.raises(SourceError, match=r"^.*: no TE attention selector found \(looked for"):
+        resolve(str(tmp_path))
+
+
+def test_file_without_selector(tmp_path):
+    path = tmp_path / "other.py"
+    path.write_text("x = 1\n")
+    with pytest.raises(SourceError) as raised:
+        resolve(str(path))
+    assert str(raised.value) == f"{path}: defines no get_attention_backend()"
+
+
+@pytest.fixture
+def fake_index(tmp_path, monkeypatch):
+    """A private cache and a `pip download` that counts its calls and serves a fake wheel."""
+    monkeypatch.setenv(sources.CACHE_VARIABLE, str(tmp_path / "cache"))
+    calls = []
+
+    def download(version, directory):
+        calls.append(version)
+        directory.mkdir(parents=True)
+        return make_wheel(directory, version)
+
+    monkeypatch.setattr(sources, "_download", download)
+    return calls
+
+
+def test_release_is_downloaded_once_and_reused(fake_index, tmp_path):
+    first = resolve("9.9.9")
+    second = resolve("9.9.9")
+    assert first == second
+    assert first.origin == "release" and first.te_version == "9.9.9"
+    assert first.root == tmp_path / "cache" / "releases" / "9.9.9"
+    assert fake_index == ["9.9.9"]
+
+
+def test_concurrent_downloads_leave_one_complete_release(fake_index, tmp_path):
+    barrier = threading.Barrier(4)
+    results, errors = [], []
+
+    def fetch():
+        barrier.wait()
+        try:
+            results.append(resolve("9.9.8"))
+        except Exception as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=fetch) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(set(results)) == 1
+    releases = tmp_path / "cache" / "releases"
+    assert sorted(path.name for path in releases.iterdir()) == ["9.9.8"]
+
+
+def test_failed_download_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv(sources.CACHE_VARIABLE, str(tmp_path))
+    with pytest.raises(SourceError) as raised:
+        resolve("0.0.0.dev999")
+    message = str(raised.value)
+    assert message.startswith("0.0.0.dev999: pip download failed: ") and "\n" not in message
+    assert list((tmp_path / "releases").iterdir()) == []
+
+
+def test_real_release(release):
+    source = release("2.20.2")
+    assert source.origin == "release" and source.te_version == "2.20.2"
+    assert source.path == source.root / SELECTOR_PATHS[0]

@@ -1,0 +1,125 @@
+"""`python -m selector_patch verify`: verdicts, JSON report and exit codes on real selectors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from guarded_selectors import BOTH_GUARDS, DETERMINISM_ANCHOR, OVERBROAD_TEA001_GUARD, insert
+
+from selector_patch.__main__ import main
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def patched_tree(release_source, tmp_path: Path, insertions) -> Path:
+    """A copy of the release's TE package with guards inserted into its selector."""
+    tree = tmp_path / "te"
+    shutil.copytree(release_source.root / "transformer_engine", tree / "transformer_engine")
+    path = tree / release_source.path.relative_to(release_source.root)
+    path.write_text(insert(path.read_text(), insertions))
+    return tree
+
+
+def run_json(capsys, *args: str) -> tuple[int, dict]:
+    code = main(["verify", *args, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_unpatched_2_20_2_reports_both_hazards_on_sm120(release):
+    """The issue's acceptance command, as a user runs it."""
+    release("2.20.2")
+    completed = subprocess.run(
+        [sys.executable, "-m", "selector_patch", "verify", "2.20.2", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert completed.returncode == 1, completed.stderr
+    report = json.loads(completed.stdout)
+    assert report["te_version"] == "2.20.2"
+    assert report["source"].endswith("pytorch/attention/dot_product_attention/utils.py")
+    by_id = {hazard["id"]: hazard for hazard in report["hazards"]}
+    assert list(by_id) == ["TEA001", "TEA002"]
+    for hazard in by_id.values():
+        assert hazard["applicable"] and hazard["reachable"]
+        assert hazard["witness"]["compute_capability"] == [12, 0]
+        assert hazard["controls"]["failed"] == [] and hazard["controls"]["passed"] > 0
+    assert set(by_id["TEA001"]["controls"]) == {"passed", "failed", "skipped"}
+
+
+def test_release_without_reachable_hazards_exits_0(release, capsys):
+    release("1.13.0")
+    code, report = run_json(capsys, "1.13.0")
+    assert code == 0
+    assert [(h["id"], h["applicable"], h["reachable"]) for h in report["hazards"]] == [
+        ("TEA001", False, False),
+        ("TEA002", True, False),
+    ]
+
+
+def test_guarded_selector_passes_its_controls(release, tmp_path, capsys):
+    tree = patched_tree(release("2.20.2"), tmp_path, BOTH_GUARDS)
+    code, report = run_json(capsys, str(tree))
+    assert code == 0
+    for hazard in report["hazards"]:
+        assert (hazard["reachable"], hazard["witness"], hazard["controls"]["failed"]) == (
+            False,
+            None,
+            [],
+        )
+        assert hazard["controls"]["passed"] > 0
+
+
+def test_overbroad_guard_fails_the_other_architectures(release, tmp_path, capsys):
+    tree = patched_tree(release("2.20.2"), tmp_path, [(DETERMINISM_ANCHOR, OVERBROAD_TEA001_GUARD)])
+    code, report = run_json(capsys, str(tree), "--hazard", "TEA001")
+    assert code == 1
+    (hazard,) = report["hazards"]
+    assert not hazard["reachable"]
+    failed = {
+        (control["name"], tuple(control["inputs"]["compute_capability"]))
+        for control in hazard["controls"]["failed"]
+    }
+    assert failed == {("eval", (12, 0)), ("eval", (12, 1)), ("sm90", (9, 0)), ("sm100", (10, 0))}
+
+
+def test_human_output_is_one_line_per_hazard(release, capsys):
+    release("2.20.2")
+    assert main(["verify", "2.20.2"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("(TE 2.20.2)")
+    assert lines[1].startswith("  TEA001 REACHABLE on sm120; controls: ")
+    assert lines[2].startswith("  TEA002 REACHABLE on sm120; controls: ")
+    assert len(lines) == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["no/such/path"],
+            "no/such/path: no such file or directory, and not `installed` or a TE version",
+        ),
+        (
+            ["2.20.2", "--hazard", "TEA999"],
+            "2.20.2: unknown hazard 'TEA999'; known: ['TEA001', 'TEA002']",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(release, capsys, args, expected):
+    release("2.20.2")
+    assert main(["verify", *args]) == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", expected + "\n")
+
+
+def test_unloadable_selector_is_one_line_and_exit_2(tmp_path, capsys):
+    path = tmp_path / "utils.py"
+    path.write_text("def get_attention_backend(:\n")
+    assert main(["verify", str(path)]) == 2
+    assert capsys.readouterr().err == f"{path}: syntax error on line 1: invalid syntax\n"
