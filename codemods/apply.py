@@ -17,8 +17,7 @@ import contextlib
 import difflib
 import json
 import sys
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import libcst as cst
@@ -27,7 +26,9 @@ from libcst.codemod import CodemodContext, SkipFile
 from codemods.command import InsertSelectorGuards
 from codemods.files import FileError, check_writable, locked, replace_atomically
 from codemods.plan import INSERTED, PlanError, plan_insertions
-from selector_patch.registry import HAZARDS, Hazard, get_hazard
+from lint_plugin.dialect import SELECTOR_FUNCTIONS
+from selector_patch.config import Config, ConfigError, load_config, select_hazards
+from selector_patch.registry import Hazard
 from selector_patch.sources import SelectorSource, SourceError, read_text, resolve
 
 MISSING = "missing"
@@ -66,9 +67,12 @@ class Outcome:
         )
 
 
-def transform(code: str, hazards: Sequence[Hazard]) -> tuple[str, dict[str, str]]:
+def transform(
+    code: str, hazards: Sequence[Hazard], function_names: Sequence[str] = SELECTOR_FUNCTIONS
+) -> tuple[str, dict[str, str]]:
     """Insert the missing guards; return the new code and each hazard's status."""
-    command = InsertSelectorGuards(CodemodContext(), [h.id for h in hazards], code=code)
+    config = Config(hazards=tuple(hazards), selector_functions=tuple(function_names))
+    command = InsertSelectorGuards(CodemodContext(), config=config, code=code)
     try:
         module = cst.parse_module(code)
     except cst.ParserSyntaxError as error:
@@ -81,32 +85,35 @@ def transform(code: str, hazards: Sequence[Hazard]) -> tuple[str, dict[str, str]
     return patched, command.statuses
 
 
-def self_check(patched: str, inserted: Sequence[Hazard]) -> None:
+def self_check(patched: str, inserted: Sequence[Hazard], function_names: Sequence[str]) -> None:
     """The analyzer must find every inserted guard effective in the result.
 
     Hazards that were already guarded need no second look: a guard only ever switches a flag
     off, so inserting one cannot make another hazard reachable.
     """
-    unguarded = [h for h, s in plan_insertions(patched, inserted).statuses.items() if s == INSERTED]
+    statuses = plan_insertions(patched, inserted, function_names).statuses
+    unguarded = [h for h, s in statuses.items() if s == INSERTED]
     if unguarded:
         raise PlanError(f"inserted guard for {', '.join(unguarded)} does not verify; not written")
 
 
-def run_one(source: SelectorSource, hazards: Sequence[Hazard], mode: str) -> Outcome:
+def run_one(source: SelectorSource, config: Config, mode: str) -> Outcome:
     """Check, diff or rewrite one selector ("check" | "diff" | "write")."""
+    hazards, functions = config.hazards, config.selector_functions
     path = source.path
     if mode == "write":
         check_writable(path)
     with locked(path) if mode == "write" else contextlib.nullcontext():
         outcome = Outcome(source, original=read_text(path))
         if mode == "check":
-            statuses = plan_insertions(outcome.original, hazards).statuses
+            statuses = plan_insertions(outcome.original, hazards, functions).statuses
             outcome.statuses = {h: MISSING if s == INSERTED else s for h, s in statuses.items()}
             outcome.patched = outcome.original
             return outcome
-        outcome.patched, outcome.statuses = transform(outcome.original, hazards)
+        outcome.patched, outcome.statuses = transform(outcome.original, hazards, functions)
         if outcome.changed:
-            self_check(outcome.patched, [h for h in hazards if outcome.statuses[h.id] == INSERTED])
+            inserted = [h for h in hazards if outcome.statuses[h.id] == INSERTED]
+            self_check(outcome.patched, inserted, functions)
             if mode == "write":
                 replace_atomically(path, outcome.patched.encode("utf-8"))
     return outcome
@@ -152,23 +159,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        hazards = [get_hazard(h) for h in args.hazard] or list(HAZARDS)
-    except KeyError as error:
-        print(f"python -m codemods.apply: {error.args[0]}", file=sys.stderr)
-        return 2
     specs = [*args.sources, *args.te] or ["."]
     reports, failed, missing = [], False, False
     for spec in specs:
         try:
             source = resolve(spec)
+            config = load_config(source.path)
+            config = replace(config, hazards=select_hazards(config, args.hazard))
             mode = _mode(args, source)
-            outcome = run_one(source, hazards, mode)
+            outcome = run_one(source, config, mode)
         except (SourceError, FileError) as error:
             print(error, file=sys.stderr)
             failed = True
             continue
-        except PlanError as error:
+        except (PlanError, ConfigError) as error:
             print(f"{source.path}: {error}", file=sys.stderr)
             failed = True
             continue

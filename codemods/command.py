@@ -10,6 +10,7 @@ runs it too (with `codemods` listed under `modules` in `.libcst.codemod.yaml`).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Sequence, Union
 
 import libcst as cst
@@ -17,7 +18,7 @@ from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
 
 from codemods.align import AlignmentError, statement_nodes
 from codemods.plan import Insertion, PlanError, plan_insertions
-from selector_patch.registry import HAZARDS, get_hazard
+from selector_patch.config import Config, load_config, select_hazards
 
 Body = Union[cst.Module, cst.IndentedBlock]
 
@@ -42,10 +43,17 @@ class InsertSelectorGuards(VisitorBasedCodemodCommand):
     DESCRIPTION = "Insert missing te-attn-guards hazard guards into TE's attention selector."
 
     def __init__(
-        self, context: CodemodContext, hazards: Sequence[str] = (), code: str | None = None
+        self,
+        context: CodemodContext,
+        hazard_ids: Sequence[str] = (),
+        *,
+        config: Config | None = None,
+        code: str | None = None,
     ) -> None:
         super().__init__(context)
-        self.hazards = tuple(get_hazard(h) for h in hazards) or HAZARDS
+        self.hazard_ids = tuple(hazard_ids)
+        #: `[tool.te-attn-guards]` settings; read from the file's pyproject.toml when None.
+        self.config = config
         #: The module's text when the caller has it (saves regenerating it from the tree).
         self.code = code
         self.statuses: dict[str, str] = {}
@@ -55,14 +63,19 @@ class InsertSelectorGuards(VisitorBasedCodemodCommand):
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
         arg_parser.add_argument(
             "--hazard",
-            dest="hazards",
+            dest="hazard_ids",
             action="append",
             default=[],
             help="Limit the run to this hazard id (repeatable).",
         )
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        plan = plan_insertions(self.code if self.code is not None else tree.code, self.hazards)
+        config = self.config or load_config(self.context.filename or Path.cwd())
+        plan = plan_insertions(
+            self.code if self.code is not None else tree.code,
+            select_hazards(config, self.hazard_ids),
+            config.selector_functions,
+        )
         self.statuses = plan.statuses
         if not plan.insertions:
             raise SkipFile("every applicable guard is already present")

@@ -15,7 +15,7 @@ from typing import Sequence
 from codemods.render import render_guard
 from lint_plugin.analysis import analyze_hazard
 from lint_plugin.anchors import find_anchor
-from lint_plugin.dialect import Dialect, find_selectors
+from lint_plugin.dialect import SELECTOR_FUNCTIONS, Dialect, find_selectors
 from selector_patch.registry import Hazard
 
 NOT_APPLICABLE = "not-applicable"
@@ -46,8 +46,8 @@ class Plan:
     insertions: list[Insertion] = field(default_factory=list)
 
 
-def selector_function(module: ast.Module) -> ast.FunctionDef:
-    functions = find_selectors(module)
+def selector_function(module: ast.Module, names: Sequence[str]) -> ast.FunctionDef:
+    functions = find_selectors(module, tuple(names))
     if not functions:
         raise PlanError("no get_attention_backend() function: not a TE attention selector")
     if len(functions) > 1:
@@ -56,13 +56,15 @@ def selector_function(module: ast.Module) -> ast.FunctionDef:
     return functions[0]
 
 
-def plan_insertions(code: str, hazards: Sequence[Hazard]) -> Plan:
+def plan_insertions(
+    code: str, hazards: Sequence[Hazard], function_names: Sequence[str] = SELECTOR_FUNCTIONS
+) -> Plan:
     """Decide, per hazard, not-applicable / already-guarded / inserted (and where)."""
     try:
         module = ast.parse(code)
     except SyntaxError as error:
         raise PlanError(f"syntax error at line {error.lineno}: {error.msg}") from None
-    function = selector_function(module)
+    function = selector_function(module, function_names)
     dialect = Dialect(function, module)
     plan = Plan(module)
     for hazard in hazards:

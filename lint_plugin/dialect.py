@@ -18,11 +18,12 @@ from functools import cached_property
 from typing import Any
 
 from lint_plugin.program import function_index, selector_parameter
+from selector_patch.config import DEFAULT_SELECTOR_FUNCTIONS
 from selector_patch.roles import ROLES
 from selector_patch.scenario import INPUTS, Condition, Scenario
 
-#: Default names of the functions that select a backend; configurable in the plugin.
-SELECTOR_FUNCTIONS = ("get_attention_backend",)
+#: Default names of the functions that select a backend (`selector-functions` in the config).
+SELECTOR_FUNCTIONS = DEFAULT_SELECTOR_FUNCTIONS
 #: TE's hardware query whose answer is the device's (major, minor) compute capability.
 COMPUTE_CAPABILITY_QUERY = "get_device_compute_capability"
 #: The `AttentionParams` dataclass, where the selector's argument carries no annotation.

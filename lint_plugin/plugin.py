@@ -9,22 +9,26 @@ becomes one `TEA900` / `TEA901` finding that names the cause, never a traceback 
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from lint_plugin.analysis import analyze_hazard
 from lint_plugin.coverage import analyze_coverage
 from lint_plugin.dialect import SELECTOR_FUNCTIONS, find_selectors
 from lint_plugin.interpreter import AnalysisBudgetExceeded
-from lint_plugin.rules import FIX_COMMAND, RULES
-from selector_patch.registry import HAZARDS
+from lint_plugin.rules import FIX_COMMAND, RULES, hazard_rule
+from selector_patch.config import Config, ConfigError, load_config
+from selector_patch.registry import Hazard
 
 Finding = tuple[int, int, str, type]
+#: Names flake8 gives code read from standard input, which has no pyproject.toml of its own.
+STDIN = ("", "stdin", "-")
 
 
 class TeaChecker:
     name = "te-attn-guards"
     version = "0.1.0"
-    functions: tuple[str, ...] = SELECTOR_FUNCTIONS
+    #: `--tea-functions`; empty means "as `[tool.te-attn-guards]` says, else the default".
+    functions: tuple[str, ...] = ()
 
     def __init__(self, tree: ast.AST, filename: str = "", lines: list[str] | None = None) -> None:
         self.tree = tree
@@ -35,11 +39,11 @@ class TeaChecker:
     def add_options(cls, parser) -> None:
         parser.add_option(
             "--tea-functions",
-            default=",".join(SELECTOR_FUNCTIONS),
+            default="",
             parse_from_config=True,
             comma_separated_list=True,
-            help="Names of the attention-backend selector functions to analyse"
-            " (default: %(default)s).",
+            help="Names of the attention-backend selector functions to analyse (default:"
+            f" `selector-functions` of [tool.te-attn-guards], else {', '.join(SELECTOR_FUNCTIONS)}).",
         )
 
     @classmethod
@@ -47,37 +51,44 @@ class TeaChecker:
         cls.functions = tuple(options.tea_functions)
 
     def run(self) -> Iterator[Finding]:
+        try:
+            config = load_config(self.filename) if self.filename not in STDIN else Config()
+        except ConfigError as error:
+            yield self._failure("TEA902", str(error), SELECTOR_FUNCTIONS)
+            return
+        functions = self.functions or config.selector_functions
         if self.lines is not None:
             text = "".join(self.lines)
-            if not any(name in text for name in self.functions):
+            if not any(name in text for name in functions):
                 return
         try:
-            findings = list(self._findings())
+            findings = list(self._findings(config.hazards, functions))
         except AnalysisBudgetExceeded as error:
-            findings = [self._failure("TEA901", str(error))]
+            findings = [self._failure("TEA901", str(error), functions)]
         except Exception as error:  # a linter reports its own failure instead of crashing
-            findings = [self._failure("TEA900", f"{type(error).__name__}: {error}")]
+            findings = [self._failure("TEA900", f"{type(error).__name__}: {error}", functions)]
         yield from findings
 
-    def _findings(self) -> Iterator[Finding]:
+    def _findings(self, hazards: Sequence[Hazard], functions: Sequence[str]) -> Iterator[Finding]:
         module = self.tree
-        for function in find_selectors(module, self.functions):
-            for hazard in HAZARDS:
+        for function in find_selectors(module, tuple(functions)):
+            for hazard in hazards:
                 verdict = analyze_hazard(module, function, hazard)
                 if verdict.reachable:
                     detail = f"{verdict.detail}; run `{FIX_COMMAND} {self.filename or 'PATH'}`"
-                    yield self._finding(hazard.id, verdict.line, verdict.col, detail)
+                    rule = RULES.get(hazard.id) or hazard_rule(hazard)
+                    yield verdict.line, verdict.col, rule.message(detail), type(self)
             for finding in analyze_coverage(module, function):
                 yield self._finding(finding.code, finding.line, finding.col, finding.detail)
 
     def _finding(self, code: str, line: int, col: int, detail: str) -> Finding:
         return line, col, RULES[code].message(detail), type(self)
 
-    def _failure(self, code: str, cause: str) -> Finding:
+    def _failure(self, code: str, cause: str, functions: Sequence[str]) -> Finding:
         """One finding for a failed analysis, on the first selector's `def` line if any."""
         lines = [
             node.lineno
             for node in getattr(self.tree, "body", ())
-            if isinstance(node, ast.FunctionDef) and node.name in self.functions
+            if isinstance(node, ast.FunctionDef) and node.name in functions
         ]
         return self._finding(code, lines[0] if lines else 1, 0, cause)

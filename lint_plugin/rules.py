@@ -318,7 +318,8 @@ def get_attention_backend(attention_params=None):
 # --------------------------------------------------------------------------------------- rules
 
 
-def _hazard_rule(hazard: Hazard, valid: tuple[str, ...], invalid: tuple[str, ...]) -> Rule:
+def hazard_rule(hazard: Hazard, valid: tuple[str, ...] = (), invalid: tuple[str, ...] = ()) -> Rule:
+    """The rule of a registry hazard, or of one a user declares in `[tool.te-attn-guards]`."""
     evidence = hazard.evidence
     archs = ", ".join(f"sm{10 * major + minor}" for major, minor in hazard.architectures)
     triggers = " and ".join(str(condition) for condition in hazard.triggers)
@@ -370,7 +371,7 @@ _HAZARD_EXAMPLES = {"TEA001": (FA4_VALID, FA4_INVALID), "TEA002": (FA2_VALID, FA
 RULES: dict[str, Rule] = {
     rule.code: rule
     for rule in (
-        *(_hazard_rule(h, *_HAZARD_EXAMPLES.get(h.id, ((), ()))) for h in HAZARDS),
+        *(hazard_rule(h, *_HAZARD_EXAMPLES.get(h.id, ((), ()))) for h in HAZARDS),
         _coverage_rule(
             "TEA101",
             "determinism",
@@ -416,6 +417,17 @@ RULES: dict[str, Rule] = {
             why="A linter must never crash the run it is part of; a failure is a finding.",
             example="",
             fix="Report the message to te-attn-guards; `# noqa: TEA900` silences it meanwhile.",
+        ),
+        Rule(
+            code="TEA902",
+            name="bad-configuration",
+            summary="invalid [tool.te-attn-guards] configuration",
+            what="Reports, once per file, a `pyproject.toml` table the tools cannot use, naming"
+            " the file and the key.",
+            why="The linter, the codemod and the runtime patch read the same table; a typo there"
+            " must not silently drop a hazard.",
+            example="",
+            fix="Correct the key the message names (`Hazard.to_mapping()` shows the schema).",
         ),
         Rule(
             code="TEA901",

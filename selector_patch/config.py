@@ -19,7 +19,7 @@ import functools
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from selector_patch.registry import HAZARDS, Hazard
 
@@ -38,6 +38,15 @@ class Config:
     selector_functions: tuple[str, ...] = DEFAULT_SELECTOR_FUNCTIONS
     #: The `pyproject.toml` the settings came from, if any.
     path: Path | None = None
+
+
+def select_hazards(config: Config, ids: Sequence[str] = ()) -> tuple[Hazard, ...]:
+    """The configured hazards, limited to `ids` when given; an unknown id is a `ConfigError`."""
+    known = {hazard.id: hazard for hazard in config.hazards}
+    unknown = [hazard_id for hazard_id in ids if hazard_id not in known]
+    if unknown:
+        raise ConfigError(f"unknown hazard {unknown[0]!r}; known: {', '.join(known)}")
+    return tuple(known[i] for i in dict.fromkeys(ids)) or config.hazards
 
 
 def find_pyproject(start: Path) -> Path | None:

@@ -157,6 +157,7 @@ class Hazard:
                 k: v for k, v in dataclasses.asdict(self.evidence).items() if v is not None
             },
             "kernel_version": self.kernel_version,
+            "older_kernel_versions": list(self.older_kernel_versions),
             "witness_shapes": [dict(shape) for shape in self.witness_shapes],
             "controls": [
                 {
@@ -332,6 +333,7 @@ def _hazard_from_mapping(data: Mapping[str, Any], where: str) -> Hazard:
         section=section,
         evidence=evidence,
         kernel_version=_require(data, "kernel_version", str, where),
+        older_kernel_versions=tuple(data.get("older_kernel_versions", ())),
         witness_shapes=tuple(data.get("witness_shapes", [{}])),
         controls=controls,
         te_releases=data.get("te_releases", ""),

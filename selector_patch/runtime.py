@@ -24,11 +24,13 @@ import logging
 import os
 import threading
 import types
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 from selector_patch import scoped_env
 from selector_patch.bytecode import names_constant
-from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
+from selector_patch.config import load_config
+from selector_patch.registry import PACKAGE_FIELD, Hazard
 from selector_patch.roles import ROLES
 from selector_patch.scenario import Scenario
 
@@ -45,6 +47,7 @@ LOGGER = "DotProductAttention"
 @dataclasses.dataclass
 class _Patch:
     original: Callable[..., Any]
+    hazards: tuple[Hazard, ...]
     #: The module's `os`, when the patch replaced it with `scoped_env.OS_VIEW`.
     replaced_os: types.ModuleType | None
     logged: set[tuple[str, Scenario]] = dataclasses.field(default_factory=set)
@@ -101,7 +104,7 @@ def _wrap(module: types.ModuleType, patch: _Patch) -> Callable[..., Any]:
     @functools.wraps(original)
     def get_attention_backend(attention_params=None, *args, **kwargs):
         scenario = trigger_scenario(module, attention_params)
-        triggered = [hazard for hazard in HAZARDS if hazard.triggered_by(scenario)]
+        triggered = [hazard for hazard in patch.hazards if hazard.triggered_by(scenario)]
         if not triggered:
             return original(attention_params, *args, **kwargs)
         _log_once(module, patch, triggered, scenario)
@@ -134,13 +137,21 @@ def selector_module() -> types.ModuleType:
     raise RuntimeError(f"no TE attention selector found in {', '.join(SELECTOR_MODULES)}")
 
 
-def install(module: types.ModuleType | None = None) -> types.ModuleType:
-    """Wrap the selector of `module` (default: the running TE's); calling it twice is harmless."""
+def install(
+    module: types.ModuleType | None = None, hazards: Sequence[Hazard] | None = None
+) -> types.ModuleType:
+    """Wrap the selector of `module` (default: the running TE's); calling it twice is harmless.
+
+    `hazards` defaults to the registry plus what `[tool.te-attn-guards]` of the nearest
+    `pyproject.toml` above the working directory declares or skips (as the linter and the
+    codemod read it).
+    """
     module = module if module is not None else selector_module()
+    hazards = tuple(hazards) if hazards is not None else load_config(Path.cwd()).hazards
     with _lock:
         if module not in _patches:
             replaced_os = os if module.__dict__.get("os") is os else None
-            patch = _Patch(module.__dict__[SELECTOR], replaced_os)
+            patch = _Patch(module.__dict__[SELECTOR], hazards, replaced_os)
             if replaced_os is not None:
                 module.os = scoped_env.OS_VIEW
             module.__dict__[SELECTOR] = _wrap(module, patch)

@@ -10,44 +10,18 @@ checked on 2.20.2 with that field added the way newer main adds it.
 from __future__ import annotations
 
 import pytest
+from seed_cases import (
+    SEED_000,
+    SEED_000_CONTROLS,
+    SEED_000_NO_UNFUSED,
+    SEED_001,
+    SEED_001_CONTROLS,
+    SEED_001_FORWARD_ONLY,
+)
 
 from codemods.apply import transform
 from selector_patch.harness import Unrepresentable, load_selector
 from selector_patch.registry import HAZARDS
-from selector_patch.scenario import Scenario
-
-SEED_000 = Scenario(
-    compute_capability=(12, 0),
-    deterministic=True,
-    env=(
-        ("NVTE_FLASH_ATTN", "1"),
-        ("NVTE_FLASH_ATTN_V2", "0"),
-        ("NVTE_FLASH_ATTN_V3", "0"),
-        ("NVTE_FLASH_ATTN_V4", "1"),
-        ("NVTE_FUSED_ATTN", "0"),
-        ("NVTE_UNFUSED_ATTN", "1"),
-    ),
-)
-SEED_001 = Scenario(  # flash-attn 2.8.3 is the only flash package, as in the report
-    compute_capability=(12, 0),
-    flash_attn_4=None,
-    attention_dropout=0.1,
-    head_dim_qk=256,
-    head_dim_v=256,
-    env=(("NVTE_FUSED_ATTN", "0"),),
-)
-SEED_001_CASES = {
-    "head dim 256": {},
-    "head dim 224": {"head_dim_qk": 224, "head_dim_v": 224},
-    "MLA 192/256": {"head_dim_qk": 192, "head_dim_v": 256},
-}
-SEED_001_CONTROLS = {
-    "no dropout": {"attention_dropout": 0.0},
-    "eval": {"training": False, "backward": False},
-    "forward only": {"backward": False},
-    "head dim 192": {"head_dim_qk": 192, "head_dim_v": 192},
-    "sm100": {"compute_capability": (10, 0)},
-}
 
 
 def with_requires_backward(selector_text: str) -> str:
@@ -80,18 +54,14 @@ def test_seed_000_deterministic_training_falls_back_to_unfused(patched, dialect)
 
 
 def test_seed_000_without_unfused_reports_no_backend(patched) -> None:
-    selection = patched["2.20.2"].select(SEED_000.with_changes({"env": {"NVTE_UNFUSED_ATTN": "0"}}))
+    selection = patched["2.20.2"].select(SEED_000_NO_UNFUSED)
     assert selection.backend == "NoBackend"
     assert selection.available == (False, False, False)
 
 
-@pytest.mark.parametrize(
-    "changes",
-    [{"training": False, "backward": False}, {"deterministic": False}],
-    ids=["eval", "nondet"],
-)
-def test_seed_000_controls_keep_fa4(patched, changes) -> None:
-    selection = patched["2.20.2"].select(SEED_000.with_changes(changes))
+@pytest.mark.parametrize("control", sorted(SEED_000_CONTROLS))
+def test_seed_000_controls_keep_fa4(patched, control) -> None:
+    selection = patched["2.20.2"].select(SEED_000_CONTROLS[control])
     assert (selection.role, selection.flash_version) == ("FA4", "4.0.0b24")
 
 
@@ -105,21 +75,25 @@ def test_seed_000_with_fused_attention_stays_deterministic(patched) -> None:
 
 
 @pytest.mark.parametrize("dialect", ["2.20.2", "main"])
-@pytest.mark.parametrize("case", sorted(SEED_001_CASES))
+@pytest.mark.parametrize("case", sorted(SEED_001))
 def test_seed_001_dropout_cases_leave_fa2_off(patched, dialect, case) -> None:
-    selection = patched[dialect].select(SEED_001.with_changes(SEED_001_CASES[case]))
+    selection = patched[dialect].select(SEED_001[case])
     assert selection.role != "FA2"
     assert selection.available[0] is False
 
 
 @pytest.mark.parametrize("control", sorted(SEED_001_CONTROLS))
 def test_seed_001_controls_keep_fa2(patched, control) -> None:
-    dialect = "main" if control == "forward only" else "2.20.2"
-    selection = patched[dialect].select(SEED_001.with_changes(SEED_001_CONTROLS[control]))
+    selection = patched["2.20.2"].select(SEED_001_CONTROLS[control])
+    assert (selection.role, selection.flash_version) == ("FA2", "2.8.3")
+
+
+def test_seed_001_forward_only_keeps_fa2_where_the_selector_can_tell(patched) -> None:
+    selection = patched["main"].select(SEED_001_FORWARD_ONLY)
     assert (selection.role, selection.flash_version) == ("FA2", "2.8.3")
 
 
 def test_forward_only_is_indistinguishable_without_requires_backward(patched) -> None:
     """Released TE reads `is_training` as "backward will run": forward-only cannot be asked."""
     with pytest.raises(Unrepresentable):
-        patched["2.20.2"].select(SEED_001.with_changes({"backward": False}))
+        patched["2.20.2"].select(SEED_001_FORWARD_ONLY)
