@@ -1,13 +1,15 @@
 """`python -m codemods.apply`: insert the missing guards into TE selectors, and prove them.
 
-    python -m codemods.apply [SOURCE ...] [--te VERSION ...] [--check | --diff] [--json]
-                             [--hazard ID ...]
+    python -m codemods.apply [SOURCE ...] [--te VERSION ...] [--check | --diff]
+                             [--format text|json|sarif] [--json] [--hazard ID ...]
 
 A SOURCE is a TE checkout, a selector file or `installed`; `--te 2.17.1` names a released
 wheel (fetched into the cache). Released wheels are never modified: for them the default action
-is `--diff`. Every rewritten selector is re-analysed first; a guard that does not verify is an
-error, never a write. Exit status: 0 done (or nothing to do), 1 `--check` found a missing
-guard, 2 bad input (one line on stderr naming the file and the cause; the file untouched).
+is `--diff`. Hazards and selector names come from the registry and the `[tool.te-attn-guards]`
+table of the target's `pyproject.toml`. Every rewritten selector is re-analysed first; a guard
+that does not verify is an error, never a write. Exit status: 0 done (or nothing to do), 1
+`--check` found a missing guard, 2 bad input (one line on stderr naming the file and the cause;
+the file untouched).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import contextlib
 import difflib
 import json
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import libcst as cst
@@ -25,35 +27,64 @@ from libcst.codemod import CodemodContext, SkipFile
 
 from codemods.command import InsertSelectorGuards
 from codemods.files import FileError, check_writable, locked, replace_atomically
-from codemods.plan import INSERTED, PlanError, plan_insertions
+from codemods.plan import INSERTED, Plan, PlanError, plan_insertions
 from lint_plugin.dialect import SELECTOR_FUNCTIONS
+from lint_plugin.rules import FIX_COMMAND, hazard_rule
+from lint_plugin.sarif import Result, sarif_log
 from selector_patch.config import Config, ConfigError, load_config, select_hazards
 from selector_patch.registry import Hazard
 from selector_patch.sources import SelectorSource, SourceError, read_text, resolve
 
+#: `--check`'s word for a guard that would be inserted.
 MISSING = "missing"
 
 
 @dataclass
 class Outcome:
-    """What happened to one selector file."""
+    """What happened (or, under `--check`, would happen) to one selector file."""
 
     source: SelectorSource
-    statuses: dict[str, str] = field(default_factory=dict)
-    original: str = ""
-    patched: str = ""
+    plan: Plan
+    original: str
+    patched: str
+    check: bool
 
     @property
     def changed(self) -> bool:
         return self.patched != self.original
+
+    @property
+    def statuses(self) -> dict[str, str]:
+        if not self.check:
+            return self.plan.statuses
+        return {h: MISSING if s == INSERTED else s for h, s in self.plan.statuses.items()}
 
     def report(self) -> dict:
         return {
             "path": str(self.source.path),
             "te_version": self.source.te_version,
             "changed": self.changed,
-            "hazards": [{"id": h, "status": s} for h, s in self.statuses.items()],
+            "hazards": [{"id": h, "status": s, **self._where(h)} for h, s in self.statuses.items()],
         }
+
+    def _where(self, hazard_id: str) -> dict:
+        verdict = self.plan.missing.get(hazard_id)
+        return {} if verdict is None else {"line": verdict.line, "detail": verdict.detail}
+
+    def sarif_results(self, hazards: Sequence[Hazard]) -> list[Result]:
+        """A missing guard is an error; an inserted one a note that points where it was needed."""
+        titles = {hazard.id: hazard.title for hazard in hazards}
+        return [
+            Result(
+                code=hazard_id,
+                message=f"{titles[hazard_id]}: {verdict.detail}; run `{FIX_COMMAND} PATH`",
+                path=str(self.source.path),
+                line=verdict.line or 1,
+                column=(verdict.col or 0) + 1,
+                level="error" if self.check else "note",
+            )
+            for hazard_id, verdict in self.plan.missing.items()
+        ]
 
     def diff(self) -> str:
         name = str(self.source.path)
@@ -67,11 +98,7 @@ class Outcome:
         )
 
 
-def transform(
-    code: str, hazards: Sequence[Hazard], function_names: Sequence[str] = SELECTOR_FUNCTIONS
-) -> tuple[str, dict[str, str]]:
-    """Insert the missing guards; return the new code and each hazard's status."""
-    config = Config(hazards=tuple(hazards), selector_functions=tuple(function_names))
+def _transform(code: str, config: Config) -> tuple[str, Plan]:
     command = InsertSelectorGuards(CodemodContext(), config=config, code=code)
     try:
         module = cst.parse_module(code)
@@ -79,10 +106,18 @@ def transform(
         raise PlanError(f"syntax error at line {error.raw_line}: {error.message}") from None
     try:
         # The libcst driver's metadata wrapper would deep-copy the tree; the command needs none.
-        patched = command.transform_module_impl(module).code
+        return command.transform_module_impl(module).code, command.plan
     except SkipFile:
-        patched = code
-    return patched, command.statuses
+        return code, command.plan
+
+
+def transform(
+    code: str, hazards: Sequence[Hazard], function_names: Sequence[str] = SELECTOR_FUNCTIONS
+) -> tuple[str, dict[str, str]]:
+    """Insert the missing guards; return the new code and each hazard's status."""
+    config = Config(hazards=tuple(hazards), selector_functions=tuple(function_names))
+    patched, plan = _transform(code, config)
+    return patched, plan.statuses
 
 
 def self_check(patched: str, inserted: Sequence[Hazard], function_names: Sequence[str]) -> None:
@@ -99,23 +134,21 @@ def self_check(patched: str, inserted: Sequence[Hazard], function_names: Sequenc
 
 def run_one(source: SelectorSource, config: Config, mode: str) -> Outcome:
     """Check, diff or rewrite one selector ("check" | "diff" | "write")."""
-    hazards, functions = config.hazards, config.selector_functions
     path = source.path
     if mode == "write":
         check_writable(path)
     with locked(path) if mode == "write" else contextlib.nullcontext():
-        outcome = Outcome(source, original=read_text(path))
+        original = read_text(path)
         if mode == "check":
-            statuses = plan_insertions(outcome.original, hazards, functions).statuses
-            outcome.statuses = {h: MISSING if s == INSERTED else s for h, s in statuses.items()}
-            outcome.patched = outcome.original
-            return outcome
-        outcome.patched, outcome.statuses = transform(outcome.original, hazards, functions)
+            plan = plan_insertions(original, config.hazards, config.selector_functions)
+            return Outcome(source, plan, original, original, check=True)
+        patched, plan = _transform(original, config)
+        outcome = Outcome(source, plan, original, patched, check=False)
         if outcome.changed:
-            inserted = [h for h in hazards if outcome.statuses[h.id] == INSERTED]
-            self_check(outcome.patched, inserted, functions)
+            inserted = [h for h in config.hazards if plan.statuses[h.id] == INSERTED]
+            self_check(patched, inserted, config.selector_functions)
             if mode == "write":
-                replace_atomically(path, outcome.patched.encode("utf-8"))
+                replace_atomically(path, patched.encode("utf-8"))
     return outcome
 
 
@@ -145,7 +178,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--diff", action="store_true", help="write nothing; print a unified diff of the insertions"
     )
     parser.add_argument(
-        "--json", action="store_true", help="print a JSON report per selector on stdout"
+        "--format",
+        choices=("text", "json", "sarif"),
+        default="text",
+        help="report on stdout: text (diffs under --diff), json, or sarif (for code scanning)",
+    )
+    parser.add_argument(
+        "--json", dest="format", action="store_const", const="json", help="same as --format json"
     )
     parser.add_argument(
         "--hazard",
@@ -157,17 +196,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _mode(args: argparse.Namespace, source: SelectorSource) -> str:
+    if args.check:
+        return "check"
+    if args.diff or source.origin == "release":
+        return "diff"
+    return "write"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    specs = [*args.sources, *args.te] or ["."]
-    reports, failed, missing = [], False, False
-    for spec in specs:
+    outcomes: list[tuple[Outcome, Config]] = []
+    failed = False
+    for spec in [*args.sources, *args.te] or ["."]:
         try:
             source = resolve(spec)
             config = load_config(source.path)
             config = replace(config, hazards=select_hazards(config, args.hazard))
-            mode = _mode(args, source)
-            outcome = run_one(source, config, mode)
+            outcome = run_one(source, config, _mode(args, source))
         except (SourceError, FileError) as error:
             print(error, file=sys.stderr)
             failed = True
@@ -176,27 +222,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{source.path}: {error}", file=sys.stderr)
             failed = True
             continue
-        missing |= MISSING in outcome.statuses.values()
-        reports.append(outcome.report())
-        if mode == "diff" and not args.json:
-            sys.stdout.write(outcome.diff())
-        if not args.json:
+        outcomes.append((outcome, config))
+        if args.format == "text":
+            if _mode(args, source) == "diff":
+                sys.stdout.write(outcome.diff())
             statuses = ", ".join(f"{h} {s}" for h, s in outcome.statuses.items())
             print(f"{source.path}: {statuses}", file=sys.stderr)
-    if args.json:
-        json.dump(reports, sys.stdout, indent=2)
+    if args.format == "json":
+        json.dump([outcome.report() for outcome, _ in outcomes], sys.stdout, indent=2)
+    elif args.format == "sarif":
+        results = [r for outcome, config in outcomes for r in outcome.sarif_results(config.hazards)]
+        rules = {h.id: hazard_rule(h) for _, config in outcomes for h in config.hazards}
+        json.dump(sarif_log(results, rules), sys.stdout, indent=2)
+    if args.format != "text":
         sys.stdout.write("\n")
     if failed:
         return 2
+    missing = any(MISSING in outcome.statuses.values() for outcome, _ in outcomes)
     return 1 if args.check and missing else 0
-
-
-def _mode(args: argparse.Namespace, source: SelectorSource) -> str:
-    if args.check:
-        return "check"
-    if args.diff or source.origin == "release":
-        return "diff"
-    return "write"
 
 
 if __name__ == "__main__":

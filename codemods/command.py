@@ -17,7 +17,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
 
 from codemods.align import AlignmentError, statement_nodes
-from codemods.plan import Insertion, PlanError, plan_insertions
+from codemods.plan import Insertion, Plan, PlanError, plan_insertions
 from selector_patch.config import Config, load_config, select_hazards
 
 Body = Union[cst.Module, cst.IndentedBlock]
@@ -56,7 +56,8 @@ class InsertSelectorGuards(VisitorBasedCodemodCommand):
         self.config = config
         #: The module's text when the caller has it (saves regenerating it from the tree).
         self.code = code
-        self.statuses: dict[str, str] = {}
+        #: What the last run decided (set by `transform_module_impl`).
+        self.plan: Plan | None = None
         self._pending: dict[int, list[Insertion]] = {}
 
     @staticmethod
@@ -76,7 +77,7 @@ class InsertSelectorGuards(VisitorBasedCodemodCommand):
             select_hazards(config, self.hazard_ids),
             config.selector_functions,
         )
-        self.statuses = plan.statuses
+        self.plan = plan
         if not plan.insertions:
             raise SkipFile("every applicable guard is already present")
         try:

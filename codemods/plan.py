@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from codemods.render import render_guard
-from lint_plugin.analysis import analyze_hazard
+from lint_plugin.analysis import HazardVerdict, analyze_hazard
 from lint_plugin.anchors import find_anchor
 from lint_plugin.dialect import SELECTOR_FUNCTIONS, Dialect, find_selectors
 from selector_patch.registry import Hazard
@@ -44,6 +44,8 @@ class Plan:
     module: ast.Module
     statuses: dict[str, str] = field(default_factory=dict)
     insertions: list[Insertion] = field(default_factory=list)
+    #: The analyzer's verdict for each hazard that was missing (where it points, and why).
+    missing: dict[str, HazardVerdict] = field(default_factory=dict)
 
 
 def selector_function(module: ast.Module, names: Sequence[str]) -> ast.FunctionDef:
@@ -75,6 +77,7 @@ def plan_insertions(
             plan.statuses[hazard.id] = ALREADY_GUARDED
         else:
             plan.statuses[hazard.id] = INSERTED
+            plan.missing[hazard.id] = verdict
             plan.insertions.append(_insertion(hazard, function, dialect))
     return plan
 

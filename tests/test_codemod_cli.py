@@ -57,10 +57,13 @@ def test_json_report(selector: Path, capsys) -> None:
     assert main([str(selector), "--check", "--json"]) == 1
     (report,) = json.loads(capsys.readouterr().out)
     assert report["path"] == str(selector)
-    assert report["hazards"] == [
-        {"id": "TEA001", "status": "missing"},
-        {"id": "TEA002", "status": "missing"},
+    assert [(h["id"], h["status"]) for h in report["hazards"]] == [
+        ("TEA001", "missing"),
+        ("TEA002", "missing"),
     ]
+    lines = BEFORE.splitlines()
+    assert "use_flash_attention_4 = use_flash_attention and" in lines[report["hazards"][0]["line"] - 1]
+    assert "device_compute_capability not in" in lines[report["hazards"][1]["line"] - 1]
     assert main([str(selector), "--json"]) == 0
     (report,) = json.loads(capsys.readouterr().out)
     assert [h["status"] for h in report["hazards"]] == ["inserted", "inserted"]
@@ -81,7 +84,7 @@ def test_hazard_option_limits_the_run(selector: Path, capsys) -> None:
     assert "use_flash_attention_4 = False\n    use_flash_attention" not in selector.read_text()
     assert main([str(selector), "--check", "--json"]) == 1
     (report,) = json.loads(capsys.readouterr().out)
-    assert report["hazards"][0] == {"id": "TEA001", "status": "missing"}
+    assert (report["hazards"][0]["id"], report["hazards"][0]["status"]) == ("TEA001", "missing")
     assert main([str(selector), "--hazard", "TEA999"]) == 2
 
 

