@@ -1,0 +1,64 @@
+"""What `codemods.apply` costs, against libcst parsing and regenerating the same file, in one run.
+
+    python bench/codemod.py [SOURCE] [--repeat N] [--no-sweep]
+
+Baseline: `libcst.parse_module(text).code` on the selector (what any libcst codemod pays at
+least). Measured: the command's whole work on that file short of the disk write, i.e. planning
+(analysis of every hazard), the libcst transform and the self-check of the result
+(`run_one(..., "diff")`). Target: at most 2x the baseline. Then the 29-release sweep: every
+corpus release through the same path, total wall time. Medians of `--repeat` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import libcst as cst
+
+from codemods.apply import run_one
+from selector_patch.config import Config
+from selector_patch.sources import CORPUS_RELEASES, read_text, resolve
+
+
+def median_seconds(action, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("source", nargs="?", default="2.20.2")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-sweep", action="store_true")
+    args = parser.parse_args()
+
+    source = resolve(args.source)
+    text = read_text(source.path)
+    config = Config()
+    baseline = median_seconds(lambda: cst.parse_module(text).code, args.repeat)
+    command = median_seconds(lambda: run_one(source, config, "diff"), args.repeat)
+    lines = text.count("\n")
+    print(f"selector: {source.path} ({lines} lines)")
+    print(f"  libcst parse + codegen (baseline): {baseline * 1000:8.1f} ms")
+    print(f"  codemods.apply (plan, transform, self-check): {command * 1000:8.1f} ms")
+    print(f"  ratio: {command / baseline:.2f}x (target <= 2x)")
+
+    if not args.no_sweep:
+        sources = [resolve(version) for version in CORPUS_RELEASES]
+        start = time.perf_counter()
+        inserted = sum(run_one(release, config, "diff").changed for release in sources)
+        sweep = time.perf_counter() - start
+        print(
+            f"sweep: {len(sources)} releases in {sweep:.1f} s"
+            f" ({sweep / len(sources) * 1000:.0f} ms each), {inserted} patched"
+        )
+
+
+if __name__ == "__main__":
+    main()
