@@ -12,7 +12,6 @@ corpus release through the same path, total wall time. Medians of `--repeat` run
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import libcst as cst
@@ -20,15 +19,7 @@ import libcst as cst
 from codemods.apply import run_one
 from selector_patch.config import Config
 from selector_patch.sources import CORPUS_RELEASES, read_text, resolve
-
-
-def median_seconds(action, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from timing import median_seconds  # bench/timing.py, beside this script
 
 
 def main() -> None:

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import statistics
-import time
 from pathlib import Path
 
 from flake8.checker import FileChecker
@@ -29,18 +27,10 @@ from flake8.plugins.finder import Checkers
 
 from lint_plugin.plugin import TeaChecker
 from selector_patch.sources import resolve
+from timing import median_seconds  # bench/timing.py, beside this script
 
 #: A large standard-library module without a selector (about 6,000 lines).
 NON_SELECTOR = Path(ast.__file__).with_name("_pydecimal.py")
-
-
-def median_seconds(action, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def plugin_sets(path: Path) -> tuple[Checkers, Checkers, Checkers, object]:
