@@ -1,9 +1,11 @@
-"""`python -m selector_patch verify SOURCE [--json] [--hazard ID]` and
+"""`python -m selector_patch verify SOURCE [--json] [--hazard ID]`,
+`python -m selector_patch table SOURCE [--patched] [--format markdown|html] [--output FILE]` and
 `python -m selector_patch run SCRIPT [ARGS ...]`.
 
 `verify` exits 0 when no hazard is reachable and no control fails, 1 otherwise, 2 when the source
-cannot be resolved or loaded (one line `path: cause` on stderr). `run` runs a script with the
-runtime patch installed on TE's import; its exit status is the script's.
+cannot be resolved or loaded (one line `path: cause` on stderr). `table` prints (or writes) the
+selection table and exits 0, or 2 like `verify`. `run` runs a script with the runtime patch
+installed on TE's import; its exit status is the script's.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.sources import SourceError, resolve
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+SOURCE_HELP = "TE checkout, selector .py file, `installed`, or a release such as 2.17.1"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -25,11 +28,18 @@ def _parser() -> argparse.ArgumentParser:
     verify = commands.add_parser(
         "verify", help="run every hazard's witnesses and controls through a real TE selector"
     )
-    verify.add_argument(
-        "source", help="TE checkout, selector .py file, `installed`, or a release such as 2.17.1"
-    )
+    verify.add_argument("source", help=SOURCE_HELP)
     verify.add_argument("--json", action="store_true", help="print a JSON report")
     verify.add_argument("--hazard", metavar="ID", help="check only this hazard (e.g. TEA001)")
+    table = commands.add_parser(
+        "table", help="what the real selector picks per architecture and request, hazards marked"
+    )
+    table.add_argument("source", help=SOURCE_HELP)
+    table.add_argument(
+        "--patched", action="store_true", help="show the runtime-patched selector beside it"
+    )
+    table.add_argument("--format", choices=("markdown", "html"), default="markdown")
+    table.add_argument("--output", metavar="FILE", help="write here instead of standard output")
     run = commands.add_parser(
         "run", help="run a Python script with the runtime patch installed when TE is imported"
     )
@@ -68,6 +78,27 @@ def verify_command(args: argparse.Namespace) -> int:
     return EXIT_OK if all(hazard_report.ok for hazard_report in reports) else EXIT_FINDINGS
 
 
+def table_command(args: argparse.Namespace) -> int:
+    from selector_patch.harness import LoadError, OpaqueDecision
+    from selector_patch.table import RENDERERS, build
+
+    try:
+        source = resolve(args.source)
+        text = RENDERERS[args.format](build(source, patched=args.patched))
+    except (SourceError, LoadError) as error:
+        return _error(str(error))
+    except OpaqueDecision as error:
+        return _error(f"{source.path}: {error}")
+    if args.output is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    try:
+        Path(args.output).write_text(text, encoding="utf-8")
+    except OSError as error:
+        return _error(f"{args.output}: {error.strerror}")
+    return EXIT_OK
+
+
 def run_command(args: argparse.Namespace) -> int:
     from selector_patch.launcher import run
 
@@ -84,7 +115,8 @@ def _error(line: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    return {"verify": verify_command, "run": run_command}[args.command](args)
+    commands = {"verify": verify_command, "table": table_command, "run": run_command}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

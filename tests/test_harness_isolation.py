@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
+import textwrap
 import threading
 
 import pytest
@@ -12,8 +14,10 @@ from guarded_selectors import DETERMINISM_ANCHOR, TEA001_GUARD, insert
 from seed_cases import SEED_000, SEED_001
 
 from selector_patch.harness import LoadError, OpaqueDecision, Unrepresentable, load_selector
+from selector_patch.harness.eager import EagerCompiler, eager
 from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.scenario import Scenario
+from selector_patch.sources import CORPUS_RELEASES
 
 SAMPLE = ("1.9.0.post1", "2.1.0", "2.2.0", "2.20.2")
 
@@ -49,6 +53,46 @@ def test_nothing_is_left_in_sys_modules(release):
     selector = load_selector(release("1.13.0"))
     selector.select(SEED_001["head dim 256"])
     assert foreign_modules() == before == set()
+
+
+def test_no_release_pulls_in_the_compiler(release):
+    """TE's module bodies apply `torch.compile` / `torch.compiler.assume_constant_result`; the
+    harness runs eagerly, so loading and running every release imports neither `torch._dynamo`
+    nor `torch._inductor` (a fresh process: other tests may have imported them here)."""
+    for version in CORPUS_RELEASES:
+        release(version)  # fetched into the cache the child reads
+    script = textwrap.dedent(
+        """
+        import sys
+        import torch
+        from selector_patch.harness import load_selector
+        from selector_patch.scenario import Scenario
+        compiler = ("torch._dynamo", "torch._inductor")
+        assert not any(name in sys.modules for name in compiler), "imported by torch itself"
+        for version in sys.argv[1:]:
+            load_selector(version).select(Scenario())
+        print(sorted(name for name in sys.modules if name.startswith(compiler)))
+        """
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", script, *CORPUS_RELEASES], capture_output=True, text=True
+    )
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("spelling", ["bare", "called", "with options", "compiler"])
+def test_compiler_decorators_give_the_function_back(spelling):
+    def helper():
+        return None
+
+    decorate = {
+        "bare": lambda f: eager(f),
+        "called": lambda f: eager()(f),
+        "with options": lambda f: eager(f, mode="max-autotune", fullgraph=True),
+        "compiler": lambda f: EagerCompiler().assume_constant_result(f),
+    }[spelling]
+    assert decorate(helper) is helper
 
 
 def test_process_logging_is_untouched(loaded):
