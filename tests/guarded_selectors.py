@@ -1,45 +1,30 @@
-"""Guards for TEA001 / TEA002 written into real TE 2.15+ selector text, as a fix would write them.
+"""Selectors with guards, for tests that need a patched selector or a deliberately wrong one.
 
-Tests compare the runtime patch and `verify` against selectors carrying these guards: the
-reference "patched selector". Anchors exist in every release 2.15.0 - 2.20.2.
+The reference "patched selector" is what the codemod writes (`codemods.apply.transform`), so the
+runtime patch and `verify` are compared against the project's own fix, not a hand-written copy.
+`OVERBROAD_TEA001_GUARD` is a wrong fix - FA4 off for every deterministic call, on every GPU
+and in eval too - that `verify`'s controls must catch.
 """
 
 from __future__ import annotations
 
-from selector_patch.registry import get_hazard
+from codemods.apply import transform
+from selector_patch.registry import HAZARDS, get_hazard
 
 DETERMINISM_ANCHOR = "    # use_flash_attention may have been set above\n"
-HEAD_DIM_ANCHOR = (
-    "    if use_flash_attention_3 and FlashAttentionUtils.v3_is_installed:\n\n        def _is_fa3"
+OVERBROAD_TEA001_GUARD = (
+    "    if use_flash_attention_4 and deterministic:\n"
+    f"        logger.debug({get_hazard('TEA001').message!r})\n"
+    "        use_flash_attention_4 = False\n"
 )
 
 
-def guard(flag: str, condition: str, message: str) -> str:
-    body = f"        logger.debug({message!r})\n        {flag} = False\n"
-    return f"    if {flag} and {condition}:\n{body}"
+def patched(text: str, hazards=HAZARDS) -> str:
+    """`text` with the codemod's guards for `hazards` inserted."""
+    return transform(text, hazards)[0]
 
 
-TEA001_GUARD = guard(
-    "use_flash_attention_4",
-    "deterministic and is_training and device_compute_capability in ((12, 0), (12, 1))",
-    get_hazard("TEA001").message,
-)
-TEA002_GUARD = guard(
-    "use_flash_attention_2",
-    "max(head_dim_qk, head_dim_v) > 192 and attention_dropout > 0 and is_training"
-    " and device_compute_capability in ((8, 6), (8, 9), (12, 0), (12, 1))",
-    get_hazard("TEA002").message,
-)
-#: Removes FA4 on every GPU and in eval too: the sm90 / sm100 and eval controls must catch it.
-OVERBROAD_TEA001_GUARD = guard(
-    "use_flash_attention_4", "deterministic", get_hazard("TEA001").message
-)
-BOTH_GUARDS = ((DETERMINISM_ANCHOR, TEA001_GUARD), (HEAD_DIM_ANCHOR, TEA002_GUARD))
-
-
-def insert(text: str, insertions) -> str:
-    """`text` with each guard inserted right before its anchor."""
-    for anchor, inserted in insertions:
-        assert text.count(anchor) == 1, anchor
-        text = text.replace(anchor, inserted + anchor)
-    return text
+def overbroad(text: str) -> str:
+    """`text` with the over-broad TEA001 guard inserted before the flags are recombined."""
+    assert text.count(DETERMINISM_ANCHOR) == 1
+    return text.replace(DETERMINISM_ANCHOR, OVERBROAD_TEA001_GUARD + DETERMINISM_ANCHOR)

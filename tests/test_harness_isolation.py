@@ -10,7 +10,7 @@ import textwrap
 import threading
 
 import pytest
-from guarded_selectors import DETERMINISM_ANCHOR, TEA001_GUARD, insert
+from guarded_selectors import patched as with_guards
 from seed_cases import SEED_000, SEED_001
 
 from selector_patch.harness import LoadError, OpaqueDecision, Unrepresentable, load_selector
@@ -172,7 +172,7 @@ def test_import_time_package_checks_run_per_machine(loaded):
 
 def test_text_replaces_the_file_but_keeps_its_place(release):
     source = release("2.20.2")
-    text = insert(source.path.read_text(), [(DETERMINISM_ANCHOR, TEA001_GUARD)])
+    text = with_guards(source.path.read_text(), [get_hazard("TEA001")])
     patched = load_selector(source, text=text)
     module = patched.module
     assert module.__package__ == "transformer_engine.pytorch.attention.dot_product_attention"

@@ -1,7 +1,7 @@
 """The runtime patch `selector_patch.install()`, on real TE 2.15.0 - 2.20.2 selectors.
 
 A selector with `install()` applied must select what a selector carrying the guards selects
-(`guarded_selectors`), leave every control exactly as the unpatched selector has it, and touch
+(the codemod's output), leave every control exactly as the unpatched selector has it, and touch
 no other thread's view of the environment.
 """
 
@@ -16,7 +16,7 @@ import types
 from pathlib import Path
 
 import pytest
-from guarded_selectors import BOTH_GUARDS, insert
+from guarded_selectors import patched as with_guards
 from packaging.version import Version
 from seed_cases import (
     SEED_000,
@@ -95,9 +95,7 @@ def guarded(release):
     def get(version: str):
         if version not in selectors:
             source = release(version)
-            selectors[version] = load_selector(
-                source, text=insert(source.path.read_text(), BOTH_GUARDS)
-            )
+            selectors[version] = load_selector(source, text=with_guards(source.path.read_text()))
         return selectors[version]
 
     return get

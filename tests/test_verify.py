@@ -9,19 +9,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from guarded_selectors import BOTH_GUARDS, DETERMINISM_ANCHOR, OVERBROAD_TEA001_GUARD, insert
+from guarded_selectors import overbroad, patched
 
 from selector_patch.__main__ import main
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def patched_tree(release_source, tmp_path: Path, insertions) -> Path:
-    """A copy of the release's TE package with guards inserted into its selector."""
+def patched_tree(release_source, tmp_path: Path, edit) -> Path:
+    """A copy of the release's TE package with its selector text passed through `edit`."""
     tree = tmp_path / "te"
     shutil.copytree(release_source.root / "transformer_engine", tree / "transformer_engine")
     path = tree / release_source.path.relative_to(release_source.root)
-    path.write_text(insert(path.read_text(), insertions))
+    path.write_text(edit(path.read_text()))
     return tree
 
 
@@ -63,7 +63,7 @@ def test_release_without_reachable_hazards_exits_0(release, capsys):
 
 
 def test_guarded_selector_passes_its_controls(release, tmp_path, capsys):
-    tree = patched_tree(release("2.20.2"), tmp_path, BOTH_GUARDS)
+    tree = patched_tree(release("2.20.2"), tmp_path, patched)
     code, report = run_json(capsys, str(tree))
     assert code == 0
     for hazard in report["hazards"]:
@@ -76,7 +76,7 @@ def test_guarded_selector_passes_its_controls(release, tmp_path, capsys):
 
 
 def test_overbroad_guard_fails_the_other_architectures(release, tmp_path, capsys):
-    tree = patched_tree(release("2.20.2"), tmp_path, [(DETERMINISM_ANCHOR, OVERBROAD_TEA001_GUARD)])
+    tree = patched_tree(release("2.20.2"), tmp_path, overbroad)
     code, report = run_json(capsys, str(tree), "--hazard", "TEA001")
     assert code == 1
     (hazard,) = report["hazards"]
