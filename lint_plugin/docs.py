@@ -32,14 +32,12 @@ def _evidence(code: str) -> list[str]:
     where = f"{evidence.file}:{evidence.line}" if evidence.line else evidence.file
     archs = ", ".join(f"sm{10 * major + minor}" for major, minor in hazard.architectures)
     triggers = " and ".join(str(condition) for condition in hazard.triggers)
-    reference = [f"- Reference: {evidence.reference}"] if evidence.reference else []
     return [
-        "## Evidence",
+        "## The hazard",
         "",
-        f"- Kernel: `{evidence.package}` {evidence.affected}, `{where}`: {evidence.text}",
-        *reference,
-        f"- Hazard: {hazard.role.display} when {triggers} on {archs}",
-        f'- Log line TE should print: "{hazard.message}"',
+        f"- Selected: {hazard.role.display}, when {triggers}, on {archs}",
+        f"- Kernel: `{evidence.package}` {evidence.affected}, `{where}`",
+        f'- The filter logs: "{hazard.message}"',
         "",
     ]
 
