@@ -87,13 +87,19 @@ class Outcome:
         ]
 
     def diff(self) -> str:
-        name = str(self.source.path)
+        """A unified diff; inside a TE tree, `git apply`-able from the tree's root."""
+        source = self.source
+        if source.root is not None:
+            relative = source.path.relative_to(source.root).as_posix()
+            before, after = f"a/{relative}", f"b/{relative}"
+        else:
+            before = after = str(source.path)
         return "".join(
             difflib.unified_diff(
                 self.original.splitlines(keepends=True),
                 self.patched.splitlines(keepends=True),
-                fromfile=name,
-                tofile=name,
+                fromfile=before,
+                tofile=after,
             )
         )
 

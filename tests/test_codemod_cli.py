@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -184,3 +185,16 @@ def test_runs_as_a_libcst_codemod_command(selector: Path) -> None:
     completed = subprocess.run([sys.executable, *command], cwd=REPO, capture_output=True, text=True)
     assert "Skipped 1 files" in completed.stderr
     assert selector.read_text() == AFTER
+
+
+def test_release_is_never_written_and_its_diff_applies_to_a_checkout(release, tmp_path: Path):
+    source = release("2.20.2")
+    before = source.path.read_bytes()
+    code, diff, _ = run("--te", "2.20.2")
+    assert code == 0 and source.path.read_bytes() == before
+    checkout = tmp_path / "TransformerEngine"
+    shutil.copytree(source.root / "transformer_engine", checkout / "transformer_engine")
+    (tmp_path / "fix.patch").write_text(diff)
+    subprocess.run(["git", "init", "-q"], cwd=checkout, check=True)
+    subprocess.run(["git", "apply", str(tmp_path / "fix.patch")], cwd=checkout, check=True)
+    assert run(str(checkout), "--check")[0] == 0
