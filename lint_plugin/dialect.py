@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from lint_plugin.program import function_index, selector_parameter
 from selector_patch.config import DEFAULT_SELECTOR_FUNCTIONS
 from selector_patch.roles import ROLES
-from selector_patch.scenario import INPUTS, Condition, Scenario
+from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Condition, Scenario
 
 #: Default names of the functions that select a backend (`selector-functions` in the config).
 SELECTOR_FUNCTIONS = DEFAULT_SELECTOR_FUNCTIONS
@@ -79,7 +80,14 @@ class Dialect:
 
     def installed(self, role: str) -> str | None:
         """The expression TE uses for "this role's package is installed", if any."""
-        candidates = ROLES[role].installed
+        return self._first_used(ROLES[role].installed)
+
+    def version(self, role: str) -> str | None:
+        """The expression holding the role's installed package version, if any."""
+        return self._first_used(ROLES[role].versions)
+
+    def _first_used(self, candidates: tuple[str, ...]) -> str | None:
+        """The first candidate the selector uses, else the first the module uses."""
         for expression in candidates:
             if expression in self.function_text_names:
                 return expression
@@ -113,6 +121,7 @@ class Dialect:
             "training": "is_training",
             "backward": self.backward,
             "attention_dropout": "attention_dropout",
+            **{name: name for name in OPTIONAL_FEATURES},
         }
 
     def input_expression(self, name: str) -> str:
@@ -128,7 +137,9 @@ class Dialect:
             return expression
         if condition.op == "==" and condition.value is False:
             return f"not {expression}"
-        return f"{expression} {condition.op} {condition.value!r}"
+        value = condition.value
+        literal = json.dumps(value) if isinstance(value, str) else repr(value)  # black's quotes
+        return f"{expression} {condition.op} {literal}"
 
     @property
     def head_dim_fields(self) -> tuple[str, ...]:
@@ -146,10 +157,13 @@ class Dialect:
         return {self._scalar_inputs()[name]: INPUTS[name](scenario)}
 
     def input_fields(self) -> frozenset[str]:
-        """Every `AttentionParams` field a `Scenario` describes (the plain call's inputs)."""
+        """`AttentionParams` fields a `Scenario` describes, optional features excepted.
+
+        These are the plain call's inputs; optional features stay at their defaults there.
+        """
         fields = {field.name for field in dataclasses.fields(Scenario)}
         fields.update(self._scalar_inputs().values(), self.head_dim_fields)
-        return frozenset(fields & self.param_fields)
+        return frozenset((fields - set(OPTIONAL_FEATURES)) & self.param_fields)
 
     @cached_property
     def params_class(self) -> ast.ClassDef | None:

@@ -104,6 +104,8 @@ class Hazard:
                 values[condition.input] = condition.value
             elif condition.op == ">" and condition.input == "attention_dropout":
                 values[condition.input] = round(condition.value + 0.1, 6)
+            elif condition.op == ">" and isinstance(condition.value, int):
+                values[condition.input] = condition.value + 1  # e.g. num_splits > 1
             else:
                 raise ValueError(f"{self.id}: cannot derive a witness value for {condition}")
         return values

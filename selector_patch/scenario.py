@@ -22,7 +22,14 @@ INPUTS: dict[str, Callable[["Scenario"], Any]] = {
     "backward": lambda s: s.backward,
     "attention_dropout": lambda s: s.attention_dropout,
     "padded_head_dim": lambda s: s.padded_head_dim,
+    "num_splits": lambda s: s.num_splits,
+    "has_score_mod": lambda s: s.has_score_mod,
+    "softmax_type": lambda s: s.softmax_type,
 }
+#: Inputs of optional features: a plain call leaves them at the `Scenario` defaults, and the
+#: filter-coverage rules keep them there (a split-KV filter is not a compute-capability filter
+#: of the plain call). Kernel refusals found by the miner are keyed on them.
+OPTIONAL_FEATURES = ("num_splits", "has_score_mod", "softmax_type")
 
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq,
@@ -81,6 +88,10 @@ class Scenario:
     max_seqlen_kv: int = 128
     qkv_layout: str = "bshd_bshd_bshd"
     attn_mask_type: str = "causal"
+    # optional features (`OPTIONAL_FEATURES`), off by default
+    num_splits: int = 1
+    has_score_mod: bool = False
+    softmax_type: str = "vanilla"
     #: `NVTE_*` variables set for this call, as sorted (name, value) pairs.
     env: tuple[tuple[str, str], ...] = field(default=())
 

@@ -11,6 +11,7 @@ imports TE.
 from __future__ import annotations
 
 import email.parser
+import functools
 import importlib.metadata
 import os
 import shutil
@@ -20,6 +21,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from packaging.version import InvalidVersion, Version
 
@@ -144,13 +146,24 @@ def _from_file(path: Path) -> SelectorSource:
 
 def _tree_version(root: Path) -> str | None:
     """The TE version recorded beside a tree: wheel metadata, else a checkout's VERSION.txt."""
-    for metadata in sorted(root.glob(f"{DISTRIBUTION}-*.dist-info/METADATA")):
-        version = email.parser.Parser().parsestr(read_text(metadata), headersonly=True)["Version"]
-        if version:
-            return version.strip()
+    version = wheel_version(root, DISTRIBUTION)
+    if version:
+        return version
     version_file = root / CHECKOUT_VERSION_FILE
     if version_file.is_file():
         return read_text(version_file).strip() or None
+    return None
+
+
+def wheel_version(root: Path, distribution: str) -> str | None:
+    """The version in the `<distribution>-*.dist-info` metadata beside a package tree, if any.
+
+    `distribution` is spelt as in the directory name (`transformer_engine`, `flash_attn_4`).
+    """
+    for metadata in sorted(root.glob(f"{distribution}-*.dist-info/METADATA")):
+        version = email.parser.Parser().parsestr(read_text(metadata), headersonly=True)["Version"]
+        if version:
+            return version.strip()
     return None
 
 
@@ -181,21 +194,38 @@ def _is_version(spec: str) -> bool:
 
 
 def _release_tree(version: str) -> Path:
-    """The extracted wheel of TE `version`, downloaded once per cache.
+    """The extracted wheel of TE `version`, downloaded once per cache."""
+    return _cached_wheel(
+        cache_dir() / "releases" / version, version, functools.partial(_download, version)
+    )
+
+
+def wheel_tree(distribution: str, version: str) -> Path:
+    """The extracted wheel of another pure-Python distribution (the miner's flash-attn-4).
+
+    Cached beside TE's releases, under `wheels/<distribution>/<version>`; never imported.
+    """
+    return _cached_wheel(
+        cache_dir() / "wheels" / distribution / version,
+        version,
+        functools.partial(_download, version, distribution=distribution),
+    )
+
+
+def _cached_wheel(final: Path, version: str, download: Callable[[Path], Path]) -> Path:
+    """`final`, populated on first use with the wheel `download(directory)` fetches.
 
     Download and extraction happen in a private temporary directory that is renamed into place
     in one step, so concurrent processes never see a half-written release; the loser of a race
     discards its copy and uses the winner's.
     """
-    releases = cache_dir() / "releases"
-    final = releases / version
     if final.is_dir():
         return final
-    releases.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=releases))
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=final.parent))
     try:
         tree = staging / "tree"
-        _extract(_download(version, staging / "wheel"), tree)
+        _extract(download(staging / "wheel"), tree)
         try:
             os.rename(tree, final)
         except OSError:
@@ -208,10 +238,10 @@ def _release_tree(version: str) -> Path:
     return final
 
 
-def _download(version: str, directory: Path) -> Path:
+def _download(version: str, directory: Path, distribution: str = DISTRIBUTION) -> Path:
     command = [
         sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--quiet", "--dest", str(directory), f"{DISTRIBUTION.replace('_', '-')}=={version}",
+        "--quiet", "--dest", str(directory), f"{distribution.replace('_', '-')}=={version}",
     ]  # fmt: skip
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
     wheels = sorted(directory.glob("*.whl"))

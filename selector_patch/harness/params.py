@@ -16,7 +16,10 @@ from typing import Any, Callable
 
 import torch
 
-from selector_patch.scenario import Scenario
+from selector_patch.scenario import OPTIONAL_FEATURES, Scenario
+
+#: The plain call: optional features the release cannot express must stay at these values.
+DEFAULT = Scenario()
 
 
 class Unrepresentable(Exception):
@@ -43,6 +46,10 @@ def attention_params_kwargs(
             f"head_dim_qk={scenario.head_dim_qk} != head_dim_v={scenario.head_dim_v}: this "
             "release has a single `head_dim`"
         )
+    for name in OPTIONAL_FEATURES:
+        value = getattr(scenario, name)
+        if name not in fields and value != getattr(DEFAULT, name):
+            raise Unrepresentable(f"{name}={value!r}: this release has no `{name}` input")
     window_size = (
         check_set_window_size(scenario.attn_mask_type, None) if check_set_window_size else None
     )
@@ -72,5 +79,6 @@ def attention_params_kwargs(
         "requires_backward": scenario.backward,
         "fp8": False,
         "softmax_scale": 1.0 / math.sqrt(scenario.head_dim_qk),
+        **{name: getattr(scenario, name) for name in OPTIONAL_FEATURES},
     }
     return {name: value for name, value in passed.items() if name in fields}

@@ -1,0 +1,132 @@
+"""Can TE's selector still pick FA4 where the kernel refuses? Two judges answer; they must agree.
+
+Every mapped case becomes a candidate hazard, and both of this project's judges decide it:
+the analyzer (`lint_plugin.analysis.analyze_hazard`: abstract interpretation of the selector's
+AST, GUARDED only if FA4 is off at every return whatever else holds) and the harness
+(`selector_patch.verify.verify_hazard`: TE's own selector run on the virtual device for the
+candidate's witnesses). Both reachable: UNGUARDED, with the harness's witness; neither:
+guarded; a selector without FA4: not-applicable. When they differ the verdict is
+`disagreement`: a bug in one judge, reported as such and never settled by picking a side.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Sequence
+
+from lint_plugin.analysis import analyze_hazard
+from lint_plugin.dialect import SELECTOR_FUNCTIONS, find_selectors
+from lint_plugin.mine.candidates import candidate, matches, same_hazard
+from lint_plugin.mine.cases import Case, cases
+from lint_plugin.mine.extract import refusals
+from lint_plugin.mine.kernel import KernelSource
+from selector_patch.harness import load_selector
+from selector_patch.registry import Hazard
+from selector_patch.scenario import Scenario
+from selector_patch.sources import SelectorSource, SourceError, read_text
+from selector_patch.verify import verify_hazard
+
+GUARDED = "guarded"
+UNGUARDED = "UNGUARDED"
+UNMAPPED = "unmapped"
+NOT_APPLICABLE = "not-applicable"
+DISAGREEMENT = "disagreement"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    status: str
+    #: The harness's first scenario inside the hazard that still selects FA4.
+    witness: Scenario | None
+    #: Both judges' own words, for a disagreement.
+    detail: str
+
+
+class Judges:
+    """One TE selector as both judges see it: parsed for the analyzer, loaded for the harness.
+
+    `text` replaces the file's contents (a patched selector), as in `load_selector`.
+    """
+
+    def __init__(
+        self,
+        source: SelectorSource,
+        text: str | None = None,
+        function_names: Sequence[str] = SELECTOR_FUNCTIONS,
+    ) -> None:
+        text = read_text(source.path) if text is None else text
+        self.selector = load_selector(source, text=text)  # a syntax error is its LoadError
+        self.module = ast.parse(text)
+        functions = find_selectors(self.module, tuple(function_names))
+        if len(functions) != 1:
+            raise SourceError(
+                source.path, f"expected one selector function, found {len(functions)}"
+            )
+        self.function = functions[0]
+
+    def judge(self, hazard: Hazard) -> Judgement:
+        static = analyze_hazard(self.module, self.function, hazard)
+        report = verify_hazard(self.selector, hazard)
+        detail = f"analyzer: {static.detail}; harness: {report.summary()}"
+        if not static.applicable and not report.applicable:
+            return Judgement(NOT_APPLICABLE, None, detail)
+        if static.reachable and report.reachable:
+            return Judgement(UNGUARDED, report.witness, detail)
+        if not static.reachable and not report.reachable:
+            return Judgement(GUARDED, None, detail)
+        return Judgement(DISAGREEMENT, report.witness, detail)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    case: Case
+    status: str
+    #: The candidate hazard (None for an unmapped case).
+    hazard: Hazard | None
+    witness: Scenario | None
+    #: The id of a registry or configured hazard saying the same.
+    matches: str | None
+    #: Why the case is unmapped, or what the judges said.
+    detail: str
+
+
+def mine(kernel: KernelSource) -> list[Case]:
+    """Every case of every architecture-conditioned refusal in the kernel's sources."""
+    found = []
+    for path in kernel.files():
+        try:
+            extracted = refusals(read_text(path), kernel.relative(path))
+        except SyntaxError as error:
+            raise SourceError(path, f"syntax error at line {error.lineno}: {error.msg}") from None
+        found += [case for refusal in extracted for case in cases(refusal)]
+    return found
+
+
+def crosscheck(
+    kernel: KernelSource, found: Sequence[Case], judges: Judges, known: Sequence[Hazard]
+) -> list[Verdict]:
+    """A verdict per case; candidates saying the same are judged once."""
+    mapped = [case for case in found if case.unmapped is None]
+    judged: dict[tuple, Judgement] = {}
+    verdicts = []
+    for case in found:
+        if case.unmapped is not None:
+            verdicts.append(Verdict(case, UNMAPPED, None, None, None, case.unmapped))
+            continue
+        hazard = candidate(case, mapped, kernel)
+        key = same_hazard(hazard)
+        if key not in judged:
+            judged[key] = judges.judge(hazard)
+        judgement = judged[key]
+        verdicts.append(
+            Verdict(
+                case,
+                judgement.status,
+                hazard,
+                judgement.witness,
+                matches(hazard, known),
+                judgement.detail,
+            )
+        )
+    return verdicts
