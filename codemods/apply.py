@@ -126,18 +126,6 @@ def transform(
     return patched, plan.statuses
 
 
-def self_check(patched: str, inserted: Sequence[Hazard], function_names: Sequence[str]) -> None:
-    """The analyzer must find every inserted guard effective in the result.
-
-    Hazards that were already guarded need no second look: a guard only ever switches a flag
-    off, so inserting one cannot make another hazard reachable.
-    """
-    statuses = plan_insertions(patched, inserted, function_names).statuses
-    unguarded = [h for h, s in statuses.items() if s == INSERTED]
-    if unguarded:
-        raise PlanError(f"inserted guard for {', '.join(unguarded)} does not verify; not written")
-
-
 def run_one(source: SelectorSource, config: Config, mode: str) -> Outcome:
     """Check, diff or rewrite one selector ("check" | "diff" | "write")."""
     path = source.path
@@ -150,11 +138,8 @@ def run_one(source: SelectorSource, config: Config, mode: str) -> Outcome:
             return Outcome(source, plan, original, original, check=True)
         patched, plan = _transform(original, config)
         outcome = Outcome(source, plan, original, patched, check=False)
-        if outcome.changed:
-            inserted = [h for h in config.hazards if plan.statuses[h.id] == INSERTED]
-            self_check(patched, inserted, config.selector_functions)
-            if mode == "write":
-                replace_atomically(path, patched.encode("utf-8"))
+        if outcome.changed and mode == "write":
+            replace_atomically(path, patched.encode("utf-8"))
     return outcome
 
 

@@ -2,9 +2,11 @@
 
 Deciding *what* to insert and *where* is `codemods.plan`'s job (it asks the analyzer); this
 module only performs the planned insertions on the concrete syntax tree, so comments, blank
-lines, line endings and every other byte of the selector survive. It is a regular libcst
-`VisitorBasedCodemodCommand`, so `python -m libcst.tool codemod command.InsertSelectorGuards`
-runs it too (with `codemods` listed under `modules` in `.libcst.codemod.yaml`).
+lines, line endings and every other byte of the selector survive, and then has the analyzer
+verify the result (`plan.self_check`): an inserted guard that does not verify is a `PlanError`
+here, whichever runner called. It is a regular libcst `VisitorBasedCodemodCommand`, so
+`python -m libcst.tool codemod command.InsertSelectorGuards` runs it too (with `codemods` listed
+under `modules` in `.libcst.codemod.yaml`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
 
 from codemods.align import AlignmentError, statement_nodes
-from codemods.plan import Insertion, Plan, PlanError, plan_insertions
+from codemods.plan import INSERTED, Insertion, Plan, PlanError, plan_insertions, self_check
 from selector_patch.config import Config, load_config, select_hazards
 
 Body = Union[cst.Module, cst.IndentedBlock]
@@ -72,10 +74,9 @@ class InsertSelectorGuards(VisitorBasedCodemodCommand):
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         config = self.config or load_config(self.context.filename or Path.cwd())
+        hazards = select_hazards(config, self.hazard_ids)
         plan = plan_insertions(
-            self.code if self.code is not None else tree.code,
-            select_hazards(config, self.hazard_ids),
-            config.selector_functions,
+            self.code if self.code is not None else tree.code, hazards, config.selector_functions
         )
         self.plan = plan
         if not plan.insertions:
@@ -91,6 +92,8 @@ class InsertSelectorGuards(VisitorBasedCodemodCommand):
         if self._pending:
             lines = sorted(i.anchor.lineno for pending in self._pending.values() for i in pending)
             raise PlanError(f"cannot insert next to the one-line statement at line {lines[0]}")
+        inserted = [h for h in hazards if plan.statuses[h.id] == INSERTED]
+        self_check(updated.code, inserted, config.selector_functions)
         return updated
 
     def on_visit(self, node: cst.CSTNode) -> bool:

@@ -82,6 +82,20 @@ def plan_insertions(
     return plan
 
 
+def self_check(patched: str, inserted: Sequence[Hazard], function_names: Sequence[str]) -> None:
+    """The analyzer must find every inserted guard effective in the result.
+
+    Run by the libcst command itself, so no entry point (the CLI, `transform`, libcst's own
+    codemod runner) can hand back a guard that does not verify. Hazards that were already
+    guarded need no second look: a guard only ever switches a flag off, so inserting one cannot
+    make another hazard reachable.
+    """
+    statuses = plan_insertions(patched, inserted, function_names).statuses
+    unguarded = [h for h, s in statuses.items() if s == INSERTED]
+    if unguarded:
+        raise PlanError(f"inserted guard for {', '.join(unguarded)} does not verify; not written")
+
+
 def _insertion(hazard: Hazard, function: ast.FunctionDef, dialect: Dialect) -> Insertion:
     if "logger" not in dialect.bound:
         raise PlanError(f"cannot insert {hazard.id}: the selector binds no `logger`")

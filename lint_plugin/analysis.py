@@ -4,10 +4,12 @@ For each witness of a hazard (`Hazard.witnesses()`), the selector is interpreted
 hazard's own inputs bound: the compute capability the hardware query answers, the trigger
 inputs (determinism, training / backward, dropout, head dims) and the backend's "package is
 installed" flag. Everything else - `NVTE_*` variables, cuDNN's answer, every other field of
-`AttentionParams` - stays unknown. The hazard is GUARDED iff the backend's flag is definitely
-off at every reachable return for every witness, so a guarded verdict holds whatever the rest
-of the environment is; otherwise it is REACHABLE and the first witness that reaches it is
-reported. A selector without the backend makes the hazard NOT APPLICABLE.
+`AttentionParams` - stays unknown. The hazard is GUARDED iff no reachable return of any witness
+can make TE run the backend, so a guarded verdict holds whatever the rest of the environment
+is; otherwise it is REACHABLE and the first witness that reaches it is reported. What a return
+selects: TE 1.9 - 2.1 return the backend's flag, which must be definitely off; TE 2.2+ return
+`use_flash_attention` and the flash version TE dispatches on, which must not name the backend
+(`dispatch`). A selector without the backend makes the hazard NOT APPLICABLE.
 
 A reachable verdict points where a reviewer would look: at the architecture test of a filter
 that handles exactly the hazard's inputs but let the witness's architecture through (TE 2.x's
@@ -28,12 +30,23 @@ from lint_plugin.dialect import (
     Dialect,
     find_selectors,
 )
+from lint_plugin.dispatch import (
+    FLASH_ROLES,
+    ReturnShape,
+    package_facts,
+    partition,
+    provenance,
+    return_shape,
+    selecting_states,
+)
 from lint_plugin.interpreter import Facts, Interpreter, Observer
 from lint_plugin.program import Program
 from lint_plugin.slicing import Slice
 from selector_patch.registry import HAZARDS, Hazard
 from selector_patch.scenario import Scenario
 
+#: No facts beyond a witness's own.
+NOTHING = Facts()
 #: The dependency that marks a value as computed from the device's compute capability.
 COMPUTE_CAPABILITY = "compute_capability"
 
@@ -61,6 +74,11 @@ class Selector:
         self.program = Program(function)
         self.dialect = Dialect(function, module)
         self._slices: dict[frozenset[str], Slice] = {}
+
+    @functools.cached_property
+    def shape(self) -> ReturnShape | None:
+        """How its returns name the flash selection (TE 2.2+), if they do."""
+        return return_shape(self.program, self.dialect)
 
     def slice(self, roots: frozenset[str]) -> Slice:
         """The statements that can affect `roots` (shared by every run about them)."""
@@ -94,16 +112,19 @@ def witness_params(hazard: Hazard, dialect: Dialect, witness: Scenario) -> dict[
     return params
 
 
-def witness_facts(hazard: Hazard, dialect: Dialect, witness: Scenario) -> Facts:
+def witness_facts(
+    hazard: Hazard, dialect: Dialect, witness: Scenario, given: Facts = NOTHING
+) -> Facts:
+    """What one witness run knows: the hazard's inputs, over whatever else is `given`."""
     params = {
         name: const(value, frozenset((name,)))
         for name, value in witness_params(hazard, dialect, witness).items()
     }
     installed = dialect.installed(hazard.backend)
     return Facts(
-        params=params,
-        calls=compute_capability(witness.compute_capability),
-        names={installed: TRUE} if installed else {},
+        params={**given.params, **params},
+        calls={**given.calls, **compute_capability(witness.compute_capability)},
+        names={**given.names, **({installed: TRUE} if installed else {})},
     )
 
 
@@ -157,8 +178,18 @@ class _AdmittingFilters(Observer):
             self.found.append(blocking[0])
 
 
-def analyze_hazard(module: ast.Module, function: ast.FunctionDef, hazard: Hazard) -> HazardVerdict:
-    """The verdict on one hazard in one selector function."""
+def analyze_hazard(
+    module: ast.Module,
+    function: ast.FunctionDef,
+    hazard: Hazard,
+    given: Facts = NOTHING,
+) -> HazardVerdict:
+    """The verdict on one hazard in one selector function.
+
+    `given` adds facts to every witness run (the other fields of a concrete call, say): the
+    verdict then holds for the environments they describe only. By default everything but the
+    hazard's own inputs stays unknown.
+    """
     prepared = selector(module, function)
     dialect = prepared.dialect
     role = hazard.role
@@ -170,21 +201,53 @@ def analyze_hazard(module: ast.Module, function: ast.FunctionDef, hazard: Hazard
         )  # fmt: skip
     witnesses = _distinct_witnesses(hazard, dialect)
     for witness in witnesses:
-        facts = witness_facts(hazard, dialect, witness)
-        observer = _AdmittingFilters(prepared.program, flag, frozenset(facts.params))
-        relevant = prepared.slice(frozenset((flag,)))
-        returns = Interpreter(prepared.program, facts, observer, relevant).run()
-        enabled = [
-            s.vars[flag] for s in returns if flag in s.vars and s.vars[flag].truth is not False
-        ]
+        facts = witness_facts(hazard, dialect, witness, given)
+        triggers = frozenset(witness_params(hazard, dialect, witness))
+        observer = _AdmittingFilters(prepared.program, flag, triggers)
+        enabled = _enabled(prepared, hazard.backend, flag, facts, observer)
         if enabled:
             value = functools.reduce(join, enabled)
             return _reachable(hazard, dialect, function, flag, witness, value, observer.found)
     archs = ", ".join(_sm(arch) for arch in hazard.architectures)
     return HazardVerdict(
         hazard.id, function.name, True, False, None, None, None,
-        f"`{flag}` is off at every return for all {len(witnesses)} witnesses ({archs})",
+        f"{role.display} (`{flag}`) is selected at no return of the {len(witnesses)} witnesses"
+        f" ({archs})",
     )  # fmt: skip
+
+
+def _enabled(
+    prepared: Selector, role: str, flag: str, facts: Facts, observer: Observer
+) -> list[Value]:
+    """Why the backend may still run at the returns of one witness (empty: it cannot).
+
+    A selector that returns its flash version is asked what TE dispatches on (`dispatch`);
+    otherwise the backend's flag at a return is the selection.
+    """
+    shape = prepared.shape if role in FLASH_ROLES else None
+    if shape is None:
+        relevant = prepared.slice(frozenset((flag,)))
+        returns = Interpreter(prepared.program, facts, observer, relevant).run()
+        return [s.vars[flag] for s in returns if flag in s.vars and s.vars[flag].truth is not False]
+    relevant = prepared.slice(frozenset((flag, shape.gate, shape.version)))
+    split = None if shape.split_at is None else (shape.split_at, partition(shape.flags.values()))
+    pending: list[dict[str, bool | None]] = [{role: True}]
+    while pending:
+        installed = pending.pop()
+        run_facts = package_facts(facts, prepared.dialect, installed)
+        returns = Interpreter(prepared.program, run_facts, observer, relevant).run(split=split)
+        enabled, undecided = [], set()
+        for state, package in selecting_states(returns, shape, role):
+            if package is None or prepared.dialect.installed(package) is None:
+                enabled.append(provenance(state, role, shape))
+            else:
+                undecided.add(package)
+        if enabled:
+            return enabled
+        if undecided:
+            package = min(undecided)
+            pending += [{**installed, package: known} for known in (True, False)]
+    return []
 
 
 def analyze_source(

@@ -21,7 +21,7 @@ import ast
 from dataclasses import dataclass
 
 from lint_plugin.dialect import COMPUTE_CAPABILITY_QUERY, Dialect
-from lint_plugin.program import Program, blocks, function_index
+from lint_plugin.program import Program, function_index, statements
 
 SECTIONS = ("determinism", "head_dim")
 
@@ -63,15 +63,6 @@ def derived_names(function: ast.FunctionDef, program: Program, seeds: set[str]) 
     return derived
 
 
-def _statements(body: list[ast.stmt]):
-    """Every statement of a body in source order, nested blocks included (not helpers)."""
-    for stmt in body:
-        yield stmt
-        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for block in blocks(stmt):
-                yield from _statements(block)
-
-
 def _head_dim(function: ast.FunctionDef, dialect: Dialect) -> Anchor | None:
     flag = dialect.flag("FA2")
     if flag is None:
@@ -81,7 +72,7 @@ def _head_dim(function: ast.FunctionDef, dialect: Dialect) -> Anchor | None:
     capability = _capability_names(function, program)
     candidates = [
         stmt
-        for stmt in _statements(function.body)
+        for stmt in statements(function.body)
         if isinstance(stmt, ast.If)
         and flag in program.body_kills(stmt)
         and _compares(stmt.test, head_dims, program)
@@ -96,7 +87,7 @@ def _determinism(function: ast.FunctionDef, dialect: Dialect) -> Anchor | None:
     program = Program(function)
     flags = set(dialect.roles().values())
     gates = set(dialect.backend_flags)
-    for stmt in _statements(function.body):
+    for stmt in statements(function.body):
         if _recombines(stmt, flags, gates):
             return Anchor(stmt, "before")
     deterministic = derived_names(function, program, {dialect.input_expression("deterministic")})

@@ -88,6 +88,10 @@ UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.in
 IMMUTABLE = (str, bytes, int, float, complex, tuple, frozenset, type(None))
 
 
+#: Where `Interpreter.run` starts splitting a run (a top-level statement), and how to split.
+Split = tuple[ast.stmt, Callable[[list[State]], list[State]]]
+
+
 class AnalysisBudgetExceeded(Exception):
     """The selector needs more work than `STATEMENT_BUDGET` allows."""
 
@@ -211,14 +215,27 @@ class Interpreter:
 
     # ---------------------------------------------------------------- entry point
 
-    def run(self, state: State | None = None) -> list[State]:
-        """Execute the function; the states at each reachable return (falling off included)."""
+    def run(self, state: State | None = None, split: Split | None = None) -> list[State]:
+        """Execute the function; the states at each reachable return (falling off included).
+
+        With `split = (statement, partition)`, from that top-level statement on, each top-level
+        statement runs separately on each of the states `partition` makes of the current ones:
+        path sensitivity for a correlation that joining the paths would lose.
+        """
         frame = self.frame = _Frame([], 0)
-        end = self.block(self.program.function.body, state or State({}), frame)
-        states = [returned for _, returned in frame.returns]
-        if end is not None:
-            states.append(end)
-        return states
+        body = self.program.function.body
+        start = state or State({})
+        if split is None:
+            ends = [self.block(body, start, frame)]
+        else:
+            statement, partition = split
+            index = body.index(statement)
+            head = self.block(body[:index], start, frame)
+            ends = [] if head is None else [head]
+            for stmt in body[index:]:
+                outcomes = (self.block([stmt], part, frame) for part in partition(ends))
+                ends = [end for end in outcomes if end is not None]
+        return [returned for _, returned in frame.returns] + [e for e in ends if e is not None]
 
     # ---------------------------------------------------------------- statements
 
@@ -797,9 +814,46 @@ class Interpreter:
             and len(node.args) == 1
         ):
             return self.refine(node.args[0], truth, state)
+        returned = self._returned_expression(node, state)
+        if returned is not None:
+            return self.refine(returned, truth, state)
         if _key(node) is not None:
             return self._refine_name(node, truth, state)
         return state
+
+    def _returned_expression(self, node: ast.AST, state: State) -> ast.expr | None:
+        """What `helper()` stands for, when the helper is a local one-line `return <expr>`.
+
+        Without parameters or locals its names are the caller's, so `if not
+        _any_flash_attention_enabled():` refines the flags it `or`s together (TE 2.20).
+        """
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and not node.args
+            and not node.keywords
+        ):
+            return None
+        bound = state.vars.get(node.func.id)
+        if bound is None or not isinstance(bound.const, LocalFunction):
+            return None
+        function = bound.const.node
+        body = [
+            stmt
+            for stmt in function.body
+            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
+        ]
+        arguments = function.args
+        if (
+            len(body) == 1
+            and isinstance(body[0], ast.Return)
+            and body[0].value is not None
+            and not (arguments.posonlyargs or arguments.args or arguments.kwonlyargs)
+            and arguments.vararg is None
+            and arguments.kwarg is None
+        ):
+            return body[0].value
+        return None
 
     def _refine_name(
         self, node: ast.Name | ast.Attribute, truth: bool, state: State

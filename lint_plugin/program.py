@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 from dataclasses import dataclass
+from typing import Iterator
 
 from lint_plugin.absint import EMPTY
 
@@ -140,6 +141,15 @@ def blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
     found += [handler.body for handler in getattr(stmt, "handlers", ())]
     found += [case.body for case in getattr(stmt, "cases", ())]
     return [block for block in found if block]
+
+
+def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a body in source order, nested blocks included (not helpers)."""
+    for stmt in body:
+        yield stmt
+        if not isinstance(stmt, DEFINITIONS):
+            for block in blocks(stmt):
+                yield from statements(block)
 
 
 def heads(stmt: ast.stmt) -> list[ast.AST]:

@@ -74,3 +74,20 @@ ROLES: dict[str, Role] = {
         ),
     )
 }
+
+#: The role TE's `FlashAttention` runs for a flash version it does not recognise.
+FLASH_FALLBACK = "FA2"
+
+
+def dispatched_role(major: int | None) -> str:
+    """The flash role TE's `FlashAttention` runs for a returned flash version of this major.
+
+    TE 2.2+ returns the chosen flash-attn version beside `use_flash_attention` and dispatches on
+    it alone (`use_flash_attn_4 = backend is not None and backend.major == 4`, likewise 3): any
+    other version - `None`, or the `PkgVersion("0")` TE holds for a package that is not
+    installed - runs its flash-attn 2 code path.
+    """
+    return next(
+        (r.name for r in ROLES.values() if major is not None and r.flash_major == major),
+        FLASH_FALLBACK,
+    )

@@ -38,3 +38,20 @@ def loaded(release):
         return selectors[version]
 
     return get
+
+
+# Hypothesis profiles (tests/test_fuzz_differential.py). "ci" is derandomized - the same
+# mutants on every run - and small enough for each CI run (`CI=true` selects it); "dev", the
+# local default, draws new mutants each run; `HYPOTHESIS_PROFILE=long` runs a few hundred.
+# A mutant costs about a second (harness, analyzer, codemod and harness again), so no deadline.
+import os  # noqa: E402
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+_FUZZ = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", derandomize=True, max_examples=20, **_FUZZ)
+settings.register_profile("dev", max_examples=20, **_FUZZ)
+settings.register_profile("long", max_examples=400, **_FUZZ)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev")
+)

@@ -14,7 +14,7 @@ from functools import cached_property
 from packaging.version import Version
 
 from selector_patch.harness.logs import format_entry
-from selector_patch.roles import ROLES
+from selector_patch.roles import dispatched_role
 from selector_patch.scenario import Scenario
 
 BACKENDS = ("FlashAttention", "FusedAttention", "UnfusedDotProductAttention")
@@ -40,12 +40,14 @@ class Selection:
         return tuple(format_entry(entry) for entry in self.entries)
 
 
-def _flash_role(version: str) -> str:
-    major = Version(version).major
-    for role in ROLES.values():
-        if role.flash_major == major:
-            return role.name
-    raise ValueError(f"no backend role for flash-attn {version}")
+def _flash_role(version: str | None) -> str:
+    """The role TE runs for `use_flash_attention=True` with this flash version.
+
+    A well-formed selector returns the version of the backend it enabled; one whose filters
+    switch a flag off after the version was chosen, or that enables a backend whose package is
+    not installed, returns a stale version or none, and TE's dispatch decides what runs.
+    """
+    return dispatched_role(Version(version).major if version is not None else None)
 
 
 def interpret(result: tuple, module_globals: dict, scenario: Scenario, entries: tuple) -> Selection:
@@ -53,7 +55,7 @@ def interpret(result: tuple, module_globals: dict, scenario: Scenario, entries: 
     if len(result) == 6:
         use_flash, flash_backend, use_fused, _fused_backend, use_unfused, available = result
         flash_version = str(flash_backend) if use_flash and flash_backend is not None else None
-        role = _flash_role(flash_version) if flash_version else None
+        role = _flash_role(flash_version) if use_flash else None
     else:
         use_flash, use_fused, _fused_backend, use_unfused, available = result
         role = ("FA3" if module_globals.get(FA3_GLOBAL) else "FA2") if use_flash else None

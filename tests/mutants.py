@@ -1,0 +1,470 @@
+"""AST mutation operators for differential fuzzing of the analyzer against the harness.
+
+Each operator names the places ("sites") in a selector function where it can apply, in source
+order, and applies to one of them. A mutation is (operator, site index); a mutant is a base
+selector and a sequence of mutations, so it is rebuilt exactly from those few values and no TE
+source is ever stored (`tests/fuzz_regressions/` keeps failing mutants that way).
+
+The operators are the ways a fork breaks a filter by hand:
+
+- `drop_filter`: delete an `if` that switches a flash backend's flag off;
+- `negate`: negate a filter's condition, or one of the conditions it is built from;
+- `move_late`: move a top-level filter to just after a later statement that recombines the flags
+  (`use_flash_attention_4 = use_flash_attention and use_flash_attention_4`,
+  `use_flash_attention = ... or use_flash_attention_4`, `available_backends = [...]`) or that
+  picks the flash version (`if use_flash_attention_4: flash_attention_backend = ...`);
+- `re_enable`: insert `flag = True` or `flag = use_flash_attention` after one of the last top-level
+  statements that switch the flag off;
+- `arch`: replace a compute-capability tuple in a comparison by another architecture, or drop
+  an element of / add one to an allowlist of them;
+- `wrap_kill`: replace `flag = False` by a call to a local `_disable_*()` helper that does it
+  through `nonlocal`, defined just before the call;
+- `wrap_guard`: move a whole filter into a local helper (with `nonlocal` for what it assigns)
+  and call it where the filter was.
+
+Filters are recognised syntactically here, independently of `lint_plugin`, so that a fault in
+the analyzer's own notion of a filter cannot hide itself from the fuzzer.
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import copy
+import itertools
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from selector_patch.roles import ROLES
+
+#: Every name a TE dialect uses for a flash backend's on/off flag (the registry's backends);
+#: `use_flash_attention` is FA2's in TE 1.x - 2.1 and the gate FA2 - FA4 are `and`-ed with after.
+FLASH_FLAGS = frozenset(
+    itertools.chain.from_iterable(role.flags for role in ROLES.values() if role.flash_major)
+)
+GATE = "use_flash_attention"
+#: Architectures an `arch` mutation may write, the ones TE's filters talk about.
+ARCHITECTURES = ((8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (11, 0), (12, 0), (12, 1))
+#: Names whose assignment picks the returned backend after the flags are recombined.
+SELECTION_NAMES = frozenset({"available_backends", "flash_attention_backend"})
+
+Block = list  # a statement list inside the tree being mutated
+
+
+@dataclass(frozen=True)
+class Mutation:
+    operator: str
+    #: Index into the operator's sites, reduced modulo their number when applied.
+    site: int
+
+
+@dataclass
+class Site:
+    """One place an operator can apply: what it does, in words, and the edit itself."""
+
+    description: str
+    apply: Callable[[], None]
+
+
+# ---------------------------------------------------------------- syntax helpers
+
+
+def _statements(body: Block) -> Iterator[tuple[Block, ast.stmt]]:
+    """Every statement with the block holding it, nested blocks included, helpers excluded."""
+    for stmt in list(body):
+        yield body, stmt
+        if isinstance(stmt, SCOPES):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, name, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                yield from _statements(inner)
+        for handler in getattr(stmt, "handlers", ()):
+            yield from _statements(handler.body)
+
+
+#: Nodes with a scope of their own: what they bind is not the selector's.
+SCOPES = (
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
+    ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+)  # fmt: skip
+
+
+def _walk(node: ast.AST) -> Iterator[ast.AST]:
+    """`ast.walk` in source order that does not enter nested scopes."""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        yield current
+        pending.extend(
+            child
+            for child in reversed(list(ast.iter_child_nodes(current)))
+            if not isinstance(child, SCOPES)
+        )
+
+
+def _is_kill(stmt: ast.AST) -> str | None:
+    """The flag `stmt` switches off (`flag = False` / `= None` / `= 0`), if it does."""
+    if (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and stmt.targets[0].id in FLASH_FLAGS
+        and isinstance(stmt.value, ast.Constant)
+        and not stmt.value.value
+    ):
+        return stmt.targets[0].id
+    return None
+
+
+def _helpers(function: ast.FunctionDef) -> dict[str, set[str]]:
+    """Local helpers of the selector and the flags each switches off through `nonlocal`."""
+    helpers = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.FunctionDef) and node is not function:
+            nonlocal_names = {
+                name for n in ast.walk(node) if isinstance(n, ast.Nonlocal) for name in n.names
+            }
+            helpers[node.name] = {
+                flag for n in ast.walk(node) if (flag := _is_kill(n)) and flag in nonlocal_names
+            }
+    return helpers
+
+
+def _kills(stmt: ast.stmt, helpers: dict[str, set[str]]) -> set[str]:
+    """Flags a statement can switch off, directly or through a local helper."""
+    killed = set()
+    for node in _walk(stmt):
+        flag = _is_kill(node)
+        if flag:
+            killed.add(flag)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in helpers
+        ):
+            killed |= helpers[node.func.id]
+    return killed
+
+
+def _filters(function: ast.FunctionDef) -> list[tuple[Block, ast.If]]:
+    helpers = _helpers(function)
+    return [
+        (block, stmt)
+        for block, stmt in _statements(function.body)
+        if isinstance(stmt, ast.If) and _kills(stmt, helpers)
+    ]
+
+
+def _short(node: ast.AST, width: int = 70) -> str:
+    text = " ".join(ast.unparse(node).split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _remove(block: Block, stmt: ast.stmt) -> None:
+    block.remove(stmt)
+    if not block:
+        block.append(ast.Pass())
+
+
+def _locals(function: ast.FunctionDef) -> set[str]:
+    """Names the selector binds in its own scope (what a helper may declare `nonlocal`)."""
+    return {
+        node.id
+        for node in _walk(function)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    } | {a.arg for a in function.args.args}
+
+
+def _fresh_name(taken: set[str], stem: str) -> str:
+    """A helper name not yet defined in the selector (and now taken)."""
+    candidates = (f"{stem}_{index}" if index else stem for index in itertools.count())
+    name = next(candidate for candidate in candidates if candidate not in taken)
+    taken.add(name)
+    return name
+
+
+def _defined(function: ast.FunctionDef) -> set[str]:
+    return {node.name for node in ast.walk(function) if isinstance(node, ast.FunctionDef)}
+
+
+def _helper_def(name: str, nonlocal_names: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
+    """`def name(): nonlocal ...; <body>` (parsed, so it has every field this Python wants)."""
+    helper = ast.parse(f"def {name}():\n    pass").body[0]
+    declaration = [ast.Nonlocal(names=nonlocal_names)] if nonlocal_names else []
+    helper.body = [*declaration, *body]
+    return helper
+
+
+def _call_stmt(name: str) -> ast.Expr:
+    return ast.Expr(ast.Call(func=ast.Name(name, ast.Load()), args=[], keywords=[]))
+
+
+# ---------------------------------------------------------------- operators
+
+
+def _drop_filter(function: ast.FunctionDef) -> list[Site]:
+    return [
+        Site(
+            f"drop `if {_short(stmt.test)}` (line {stmt.lineno})",
+            lambda b=block, s=stmt: _remove(b, s),
+        )
+        for block, stmt in _filters(function)
+    ]
+
+
+def _subconditions(node: ast.expr) -> Iterator[tuple[ast.AST, str, ast.expr]]:
+    """(parent, field, condition) for every condition `node` is an `and`/`or`/`not` of."""
+    if isinstance(node, ast.BoolOp):
+        for index, operand in enumerate(node.values):
+            yield node, f"values.{index}", operand
+            yield from _subconditions(operand)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        yield node, "operand", node.operand
+        yield from _subconditions(node.operand)
+
+
+def _replace(parent: ast.AST, field: str, new: ast.expr) -> None:
+    if "." in field:
+        name, index = field.split(".")
+        getattr(parent, name)[int(index)] = new
+    else:
+        setattr(parent, field, new)
+
+
+def _negate(function: ast.FunctionDef) -> list[Site]:
+    sites = []
+    for _, stmt in _filters(function):
+        places = [(stmt, "test", stmt.test), *_subconditions(stmt.test)]
+        for parent, field, condition in places:
+            sites.append(
+                Site(
+                    f"negate `{_short(condition)}` in the filter at line {stmt.lineno}",
+                    lambda p=parent, f=field, c=condition: _replace(
+                        p, f, ast.UnaryOp(ast.Not(), c)
+                    ),
+                )
+            )
+    return sites
+
+
+def _is_late_anchor(stmt: ast.stmt) -> bool:
+    """A statement that recombines the flags or picks the returned flash version."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+        if isinstance(target, ast.Name) and target.id in SELECTION_NAMES:
+            return True
+        if isinstance(target, ast.Name) and target.id in FLASH_FLAGS:
+            return isinstance(stmt.value, ast.BoolOp) and all(
+                isinstance(operand, ast.Name) and operand.id in FLASH_FLAGS
+                for operand in stmt.value.values
+            )
+    if isinstance(stmt, ast.If):
+        return any(
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Store)
+            and node.id in SELECTION_NAMES
+            for node in _walk(stmt)
+        )
+    return False
+
+
+def _move_late(function: ast.FunctionDef) -> list[Site]:
+    body = function.body
+    helpers = _helpers(function)
+    anchors = [(index, stmt) for index, stmt in enumerate(body) if _is_late_anchor(stmt)]
+    sites = []
+    for index, stmt in enumerate(body):
+        if not (isinstance(stmt, ast.If) and _kills(stmt, helpers)):
+            continue
+        for _, anchor in (a for a in anchors if a[0] > index):
+            sites.append(
+                Site(
+                    f"move `if {_short(stmt.test)}` (line {stmt.lineno}) after"
+                    f" `{_short(anchor, 50)}` (line {anchor.lineno})",
+                    lambda s=stmt, a=anchor: (body.remove(s), body.insert(body.index(a) + 1, s)),
+                )
+            )
+    return sites
+
+
+def _re_enable(function: ast.FunctionDef) -> list[Site]:
+    body = function.body
+    helpers = _helpers(function)
+    bound = _locals(function)
+    sites = []
+    for flag in sorted(FLASH_FLAGS & bound):
+        killers = [stmt for stmt in body if flag in _kills(stmt, helpers)][-3:]
+        values = ["True"] + ([GATE] if flag != GATE and GATE in bound else [])
+        for stmt, value in itertools.product(killers, values):
+            new = ast.parse(f"{flag} = {value}").body[0]
+            sites.append(
+                Site(
+                    f"insert `{flag} = {value}` after line {stmt.lineno}",
+                    lambda s=stmt, n=new: body.insert(body.index(s) + 1, n),
+                )
+            )
+    return sites
+
+
+def _arch(node: ast.AST) -> tuple[int, int] | None:
+    if (
+        isinstance(node, ast.Tuple)
+        and len(node.elts) == 2
+        and all(
+            isinstance(e, ast.Constant) and type(e.value) is int and 0 <= e.value < 20
+            for e in node.elts
+        )
+    ):
+        return (node.elts[0].value, node.elts[1].value)
+    return None
+
+
+def _arch_node(arch: tuple[int, int]) -> ast.Tuple:
+    return ast.Tuple([ast.Constant(arch[0]), ast.Constant(arch[1])], ast.Load())
+
+
+def _arch_sites(function: ast.FunctionDef) -> list[Site]:
+    sites = []
+    for compare in (n for n in _walk(function) if isinstance(n, ast.Compare)):
+        for node in ast.walk(compare):
+            for field, value in ast.iter_fields(node):
+                items = value if isinstance(value, list) else [value]
+                for position, child in enumerate(items):
+                    arch = _arch(child)
+                    if arch is None:
+                        continue
+                    where = f"{field}.{position}" if isinstance(value, list) else field
+                    for other in ARCHITECTURES:
+                        if other != arch:
+                            sites.append(
+                                Site(
+                                    f"replace {arch} by {other} in `{_short(compare)}`"
+                                    f" (line {compare.lineno})",
+                                    lambda p=node, f=where, o=other: _replace(p, f, _arch_node(o)),
+                                )
+                            )
+                if isinstance(node, (ast.Tuple, ast.List)) and any(_arch(e) for e in node.elts):
+                    sites.extend(_allowlist_sites(node, compare))
+    return sites
+
+
+def _allowlist_sites(allowlist: ast.Tuple | ast.List, compare: ast.Compare) -> list[Site]:
+    archs = [_arch(e) for e in allowlist.elts]
+    where = f"in `{_short(compare)}` (line {compare.lineno})"
+    sites = []
+    if len(archs) > 1:
+        for position, arch in enumerate(archs):
+            sites.append(
+                Site(
+                    f"drop {arch} {where}",
+                    lambda n=allowlist, i=position: n.elts.pop(i),
+                )
+            )
+    for other in ARCHITECTURES:
+        if other not in archs:
+            sites.append(
+                Site(
+                    f"add {other} {where}",
+                    lambda n=allowlist, o=other: n.elts.append(_arch_node(o)),
+                )
+            )
+    return sites
+
+
+def _wrap_kill(function: ast.FunctionDef) -> list[Site]:
+    sites, taken = [], _defined(function)
+    for block, stmt in _statements(function.body):
+        flag = _is_kill(stmt)
+        if flag is None:
+            continue
+        name = _fresh_name(taken, f"_disable_{flag}")
+
+        def apply(b=block, s=stmt, f=flag, n=name) -> None:
+            position = b.index(s)
+            b[position : position + 1] = [_helper_def(n, [f], [s]), _call_stmt(n)]
+
+        sites.append(
+            Site(
+                f"wrap `{flag} = {ast.unparse(stmt.value)}` (line {stmt.lineno}) in {name}()", apply
+            )
+        )
+    return sites
+
+
+def _stores(node: ast.AST) -> collections.Counter[str]:
+    return collections.Counter(
+        n.id for n in _walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    )
+
+
+def _wrap_guard(function: ast.FunctionDef) -> list[Site]:
+    """Filters moved into a helper, where `nonlocal` can reach every name they assign."""
+    declared_global = {
+        name for node in _walk(function) if isinstance(node, ast.Global) for name in node.names
+    }
+    everywhere = _stores(function)
+    sites, taken = [], _defined(function)
+    for block, stmt in _filters(function):
+        inner = list(_walk(stmt))
+        if any(isinstance(n, (ast.Return, ast.Break, ast.Continue)) for n in inner):
+            continue  # control flow that would mean something else inside a helper
+        assigned = _stores(stmt)
+        if any(everywhere[n] == count or n in declared_global for n, count in assigned.items()):
+            continue  # `nonlocal` needs a binding in the selector's own scope
+        name = _fresh_name(taken, "_filter")
+
+        def apply(b=block, s=stmt, names=sorted(assigned), n=name) -> None:
+            position = b.index(s)
+            b[position : position + 1] = [_helper_def(n, names, [s]), _call_stmt(n)]
+
+        sites.append(Site(f"wrap the filter at line {stmt.lineno} in {name}()", apply))
+    return sites
+
+
+OPERATORS: dict[str, Callable[[ast.FunctionDef], list[Site]]] = {
+    "drop_filter": _drop_filter,
+    "negate": _negate,
+    "move_late": _move_late,
+    "re_enable": _re_enable,
+    "arch": _arch_sites,
+    "wrap_kill": _wrap_kill,
+    "wrap_guard": _wrap_guard,
+}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    text: str
+    #: The mutations as applied: site indices reduced to the operator's sites.
+    mutations: tuple[Mutation, ...]
+    #: What each mutation did, in words (line numbers are the base selector's).
+    descriptions: tuple[str, ...]
+
+
+def mutate(module: ast.Module, function_name: str, mutations: list[Mutation]) -> Mutant | None:
+    """The mutant of `module`'s selector function; None if an operator has no site left.
+
+    `module` is not changed: the selector function is copied, mutated and put back into a
+    shallow copy of the module for `ast.unparse`.
+    """
+    position, original = next(
+        (i, node)
+        for i, node in enumerate(module.body)
+        if isinstance(node, ast.FunctionDef) and node.name == function_name
+    )
+    function = copy.deepcopy(original)
+    applied, descriptions = [], []
+    for mutation in mutations:
+        sites = OPERATORS[mutation.operator](function)
+        if not sites:
+            return None
+        index = mutation.site % len(sites)
+        sites[index].apply()
+        applied.append(Mutation(mutation.operator, index))
+        descriptions.append(sites[index].description)
+    ast.fix_missing_locations(function)
+    mutant = ast.Module(
+        body=[*module.body[:position], function, *module.body[position + 1 :]], type_ignores=[]
+    )
+    return Mutant(ast.unparse(mutant), tuple(applied), tuple(descriptions))

@@ -1,0 +1,74 @@
+"""flake8 with the TEA plugin over every cached TE release and over the standard library.
+
+The plugin runs on every file of every commit in TE's CI and pre-commit hooks, nearly all of
+them not selectors: it must never crash flake8 (a traceback on stderr, a non-lint exit status)
+and never report its own failure (TEA9xx), and its findings belong in selector files only.
+
+Real flake8 runs as a subprocess with two jobs. Its built-in pycodestyle and pyflakes checks
+run on every file whatever `--select` says and take nearly all of the time (about 25 ms a file
+here), so the release sweep hands flake8 each distinct file once: the 29 releases share most of
+their bytes, and a file's findings depend on nothing else.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from selector_patch.sources import CORPUS_RELEASES
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+
+
+def flake8(*paths: Path) -> list[tuple[Path, str]]:
+    """(path, code) per finding; asserts that flake8 itself ran cleanly."""
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "flake8", "--select=TEA", "--jobs=2",
+            "--extend-exclude=site-packages,dist-packages", *map(str, paths),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode in (0, 1) and not result.stderr, result.stderr[-3000:]
+    found = []
+    for row in result.stdout.splitlines():
+        path, _line, _col, message = row.split(":", 3)
+        found.append((Path(path), message.split()[0]))
+    return found
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _report(request, what: str, found: list[tuple[Path, str]]) -> None:
+    codes = collections.Counter(code for _, code in found)
+    counted = ", ".join(f"{code}: {n}" for code, n in sorted(codes.items())) or "no findings"
+    plugins = request.config.pluginmanager
+    with plugins.get_plugin("capturemanager").global_and_fixture_disabled():
+        plugins.get_plugin("terminalreporter").write_line(f"\nflake8 over {what}: {counted}")
+
+
+def test_flake8_over_every_release_file(release, request) -> None:
+    files: dict[str, Path] = {}  # content digest -> the first path with that content
+    selectors = set()
+    for version in CORPUS_RELEASES:
+        source = release(version)
+        for path in sorted((source.root / "transformer_engine").rglob("*.py")):
+            files.setdefault(_digest(path), path)
+        selectors.add(_digest(source.path))
+    found = flake8(*files.values())
+    assert not [finding for finding in found if finding[1].startswith("TEA9")]
+    # Every release's selector lacks a filter (TEA1xx); nothing else is flagged.
+    assert {path for path, _ in found} == {files[digest] for digest in selectors}
+    _report(request, f"{len(files)} distinct files of {len(CORPUS_RELEASES)} TE releases", found)
+
+
+def test_flake8_over_the_standard_library() -> None:
+    assert flake8(STDLIB) == []
