@@ -29,7 +29,7 @@ class PlanError(Exception):
 
 @dataclass(frozen=True)
 class Insertion:
-    hazard_id: str
+    hazard: Hazard
     #: The statement the guard goes next to, in `Plan.module`.
     anchor: ast.stmt
     #: "before" or "after" the anchor.
@@ -73,7 +73,7 @@ def plan_insertions(
         verdict = analyze_hazard(module, function, hazard)
         if not verdict.applicable:
             plan.statuses[hazard.id] = NOT_APPLICABLE
-        elif not verdict.reachable:
+        elif not verdict.reachable or _covered(hazard, [i.hazard for i in plan.insertions]):
             plan.statuses[hazard.id] = ALREADY_GUARDED
         else:
             plan.statuses[hazard.id] = INSERTED
@@ -96,6 +96,19 @@ def self_check(patched: str, inserted: Sequence[Hazard], function_names: Sequenc
         raise PlanError(f"inserted guard for {', '.join(unguarded)} does not verify; not written")
 
 
+def _covered(hazard: Hazard, planned: Sequence[Hazard]) -> bool:
+    """Whether a guard already planned here switches `hazard`'s backend off for all its witnesses.
+
+    Each hazard is analysed against the original text, so without this a hazard declared twice
+    (a registry entry pasted into `pyproject.toml` under a new id) would get two equal guards.
+    """
+    witnesses = list(hazard.witnesses())
+    return any(
+        other.backend == hazard.backend and all(other.guard_fires(w) for w in witnesses)
+        for other in planned
+    )
+
+
 def _insertion(hazard: Hazard, function: ast.FunctionDef, dialect: Dialect) -> Insertion:
     if "logger" not in dialect.bound:
         raise PlanError(f"cannot insert {hazard.id}: the selector binds no `logger`")
@@ -107,5 +120,5 @@ def _insertion(hazard: Hazard, function: ast.FunctionDef, dialect: Dialect) -> I
         )
     indent = " " * anchor.statement.col_offset
     return Insertion(
-        hazard.id, anchor.statement, anchor.position, render_guard(hazard, dialect, indent)
+        hazard, anchor.statement, anchor.position, render_guard(hazard, dialect, indent)
     )

@@ -86,12 +86,16 @@ class Hazard:
     def role(self) -> Role:
         return ROLES[self.backend]
 
+    def guard_fires(self, scenario: Scenario) -> bool:
+        """True iff this hazard's guard switches its backend off for `scenario`."""
+        return scenario.compute_capability in self.architectures and all(
+            condition.holds(scenario) for condition in self.triggers
+        )
+
     def triggered_by(self, scenario: Scenario) -> bool:
         """True iff the kernel would fail for `scenario`: the hazard's definition."""
-        return (
-            scenario.compute_capability in self.architectures
-            and all(condition.holds(scenario) for condition in self.triggers)
-            and self.evidence.affects(getattr(scenario, PACKAGE_FIELD[self.backend]) or "0")
+        return self.guard_fires(scenario) and self.evidence.affects(
+            getattr(scenario, PACKAGE_FIELD[self.backend]) or "0"
         )
 
     def trigger_values(self) -> dict[str, Any]:

@@ -12,7 +12,9 @@ import libcst as cst
 import pytest
 from libcst.codemod import CodemodContext, CodemodTest, SkipFile
 
+from codemods.apply import transform
 from codemods.command import InsertSelectorGuards
+from selector_patch.registry import HAZARDS, Hazard
 
 PAIRS = Path(__file__).parent / "codemod_pairs"
 
@@ -57,3 +59,12 @@ def test_after_is_a_fixed_point(name: str) -> None:
     """A second run changes nothing: the analyzer finds its own guards."""
     after = (PAIRS / f"{name}.after.py").read_text()
     _Pair().assertCodemod(after, after, expected_skip=True)
+
+
+def test_a_hazard_declared_twice_gets_one_guard() -> None:
+    """A registry entry pasted into the config under a new id is covered by the first guard."""
+    twin = Hazard.from_mapping({**HAZARDS[0].to_mapping(), "id": "TEA011"})
+    before = (PAIRS / "te2_fa4.before.py").read_text()
+    patched, statuses = transform(before, [*HAZARDS, twin])
+    assert patched == (PAIRS / "te2_fa4.after.py").read_text()
+    assert statuses["TEA011"] == "already-guarded"
