@@ -116,17 +116,32 @@ def _same_const(a: Any, b: Any) -> bool:
         return False
 
 
+def _union(a: frozenset, b: frozenset) -> frozenset:
+    return a if b <= a else b if a <= b else a | b
+
+
 def join(a: Value, b: Value) -> Value:
-    """The least value that describes both `a` and `b`."""
+    """The least value that describes both `a` and `b`.
+
+    Joins run at every merge point of every witness run, and most join a value with an equal
+    one: `a` itself is returned then, without building a new value.
+    """
     if a is b:
         return a
-    return Value(
-        a.const if _same_const(a.const, b.const) else UNKNOWN,
-        a.truth if a.truth is b.truth else None,
-        a.deps | b.deps,
-        a.enablers | b.enablers,
-        a.disablers | b.disablers,
-    )
+    const = a.const if _same_const(a.const, b.const) else UNKNOWN
+    truth = a.truth if a.truth is b.truth else None
+    deps = _union(a.deps, b.deps)
+    enablers = _union(a.enablers, b.enablers)
+    disablers = _union(a.disablers, b.disablers)
+    if (
+        const is a.const
+        and truth is a.truth
+        and deps is a.deps
+        and enablers is a.enablers
+        and disablers is a.disablers
+    ):
+        return a
+    return Value(const, truth, deps, enablers, disablers)
 
 
 def widen(old: Value, new: Value) -> Value:
