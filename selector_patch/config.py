@@ -51,7 +51,12 @@ def select_hazards(config: Config, ids: Sequence[str] = ()) -> tuple[Hazard, ...
 
 def find_pyproject(start: Path) -> Path | None:
     """The nearest `pyproject.toml` at or above `start` (a file or a directory)."""
-    directory = start if start.is_dir() else start.parent
+    return _pyproject_above(start if start.is_dir() else start.parent)
+
+
+@functools.lru_cache(maxsize=256)
+def _pyproject_above(directory: Path) -> Path | None:
+    """Cached per directory: flake8 asks once for every file it checks."""
     for candidate in (directory, *directory.parents):
         if (candidate / "pyproject.toml").is_file():
             return candidate / "pyproject.toml"
