@@ -1,11 +1,12 @@
-"""Reading and rewriting a selector without ever leaving it half-written.
+"""Rewriting a selector without ever leaving it half-written.
 
-A file the codemod cannot fully understand is refused before anything is written: unreadable,
-read-only, not UTF-8, binary. A rewrite goes to a temporary file beside the target (same
-filesystem), takes the target's mode, and replaces it in one `os.replace`; a symlink is written
-through to its target and stays a link. An exclusive lock on the target serialises concurrent
-runs, and the bytes are compared again under the lock (compare-and-swap), so two runs on one
-checkout produce what one run produces.
+A target the codemod may not write is refused before anything is read or planned (read-only,
+or a directory without room for a temporary file); unreadable, binary and non-UTF-8 files are
+refused by `selector_patch.sources.read_text`. A rewrite goes to a temporary file beside the
+target (same filesystem), takes the target's mode, and replaces it in one `os.replace`; a
+symlink is written through to its target and stays a link. An exclusive lock on the target is
+held from the read to the replace, so concurrent runs on one checkout serialise: the second
+reads the first one's result, finds every guard present and changes nothing.
 """
 
 from __future__ import annotations

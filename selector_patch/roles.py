@@ -1,9 +1,9 @@
 """Backends by role, and the names each TE dialect gives their flags.
 
 A hazard names its backend by role ("FA4"), because the same backend is spelt differently across
-releases: FA2 is `use_flash_attention` guarded by the module global `_flash_attn_is_installed`
-in TE 1.9 - 2.2, and `use_flash_attention_2` guarded by `FlashAttentionUtils.is_installed`
-from 2.3 on. The lint plugin resolves a role to the names a selector actually binds, and the
+releases: FA2 is `use_flash_attention` in TE 1.9 - 2.1 (guarded by the module global
+`_flash_attn_is_installed` from 1.12, by nothing before), and `use_flash_attention_2` guarded by
+`FlashAttentionUtils.is_installed` from 2.2 on. The lint plugin resolves a role to the names a selector actually binds, and the
 codemod renders guards with those names. Candidates are listed newest dialect first.
 """
 
