@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 import libcst as cst
-from libcst.codemod import CodemodContext, SkipFile
+from libcst.codemod import CodemodContext
 
 from codemods.command import InsertSelectorGuards
 from codemods.files import FileError, check_writable, locked, replace_atomically
@@ -105,16 +105,20 @@ class Outcome:
 
 
 def _transform(code: str, config: Config) -> tuple[str, Plan]:
-    command = InsertSelectorGuards(CodemodContext(), config=config, code=code)
+    """Plan on `ast` first: a selector that needs no guard is never parsed by libcst, and the
+    analysis does not run while libcst's tree (hundreds of thousands of objects, each one more
+    for the garbage collector to walk) is alive."""
+    plan = plan_insertions(code, config.hazards, config.selector_functions)
+    if not plan.insertions:
+        return code, plan
     try:
         module = cst.parse_module(code)
     except cst.ParserSyntaxError as error:
         raise PlanError(f"syntax error at line {error.raw_line}: {error.message}") from None
-    try:
-        # The libcst driver's metadata wrapper would deep-copy the tree; the command needs none.
-        return command.transform_module_impl(module).code, command.plan
-    except SkipFile:
-        return code, command.plan
+    command = InsertSelectorGuards(CodemodContext(), config=config, plan=plan)
+    # The libcst driver's metadata wrapper would deep-copy the tree; the command needs none.
+    command.transform_module_impl(module)
+    return command.patched, command.plan
 
 
 def transform(

@@ -20,6 +20,7 @@ from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
 
 from codemods.align import AlignmentError, statement_nodes
 from codemods.plan import INSERTED, Insertion, Plan, PlanError, plan_insertions, self_check
+from lint_plugin.program import enclosing_statements
 from selector_patch.config import Config, load_config, select_hazards
 
 Body = Union[cst.Module, cst.IndentedBlock]
@@ -50,17 +51,21 @@ class InsertSelectorGuards(VisitorBasedCodemodCommand):
         hazard_ids: Sequence[str] = (),
         *,
         config: Config | None = None,
-        code: str | None = None,
+        plan: Plan | None = None,
     ) -> None:
         super().__init__(context)
         self.hazard_ids = tuple(hazard_ids)
         #: `[tool.te-attn-guards]` settings; read from the file's pyproject.toml when None.
         self.config = config
-        #: The module's text when the caller has it (saves regenerating it from the tree).
-        self.code = code
-        #: What the last run decided (set by `transform_module_impl`).
-        self.plan: Plan | None = None
+        #: What the last run decided (set by `transform_module_impl`); a caller that already
+        #: planned the module's text passes its plan, which the first run then uses.
+        self.plan = plan
+        self._planned = plan is not None
+        #: The last run's new text: generated once for the self-check, and reused by callers.
+        self.patched: str | None = None
         self._pending: dict[int, list[Insertion]] = {}
+        #: `id`s of the compound statements that contain an anchor: the only ones visited.
+        self._open: frozenset[int] = frozenset()
 
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
@@ -75,10 +80,10 @@ class InsertSelectorGuards(VisitorBasedCodemodCommand):
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         config = self.config or load_config(self.context.filename or Path.cwd())
         hazards = select_hazards(config, self.hazard_ids)
-        plan = plan_insertions(
-            self.code if self.code is not None else tree.code, hazards, config.selector_functions
-        )
-        self.plan = plan
+        if self._planned:
+            plan, self._planned = self.plan, False
+        else:
+            plan = self.plan = plan_insertions(tree.code, hazards, config.selector_functions)
         if not plan.insertions:
             raise SkipFile("every applicable guard is already present")
         try:
@@ -88,21 +93,30 @@ class InsertSelectorGuards(VisitorBasedCodemodCommand):
         self._pending = {}
         for insertion in plan.insertions:
             self._pending.setdefault(id(nodes[id(insertion.anchor)]), []).append(insertion)
+        self._open = frozenset(
+            id(nodes[id(statement)])
+            for insertion in plan.insertions
+            for statement in enclosing_statements(plan.module.body, insertion.anchor)
+        )
         updated = tree.visit(self)
         if self._pending:
             lines = sorted(i.anchor.lineno for pending in self._pending.values() for i in pending)
             raise PlanError(f"cannot insert next to the one-line statement at line {lines[0]}")
         inserted = [h for h in hazards if plan.statuses[h.id] == INSERTED]
-        self_check(updated.code, inserted, config.selector_functions)
+        self.patched = updated.code
+        self_check(self.patched, inserted, config.selector_functions)
         return updated
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        """Only statement blocks can hold an anchor: skip every expression subtree."""
+        """Descend only towards an anchor: into compound statements that contain one, and into
+        the blocks (suites, `else`, handlers, cases) of those. Rebuilding every other subtree
+        would cost more than the rest of the transform together."""
+        if isinstance(node, cst.BaseCompoundStatement):
+            return id(node) in self._open
         return isinstance(
             node,
             (
                 cst.Module,
-                cst.BaseCompoundStatement,
                 cst.BaseSuite,
                 cst.Else,
                 cst.ExceptHandler,

@@ -59,9 +59,17 @@ def selector_function(module: ast.Module, names: Sequence[str]) -> ast.FunctionD
 
 
 def plan_insertions(
-    code: str, hazards: Sequence[Hazard], function_names: Sequence[str] = SELECTOR_FUNCTIONS
+    code: str,
+    hazards: Sequence[Hazard],
+    function_names: Sequence[str] = SELECTOR_FUNCTIONS,
+    *,
+    expect_guarded: bool = False,
 ) -> Plan:
-    """Decide, per hazard, not-applicable / already-guarded / inserted (and where)."""
+    """Decide, per hazard, not-applicable / already-guarded / inserted (and where).
+
+    `expect_guarded` is the analyzer's (`analyze_hazard`): set where the hazards should all be
+    guarded already, as after the codemod's own insertions; it changes no decision.
+    """
     try:
         module = ast.parse(code)
     except SyntaxError as error:
@@ -70,7 +78,7 @@ def plan_insertions(
     dialect = Dialect(function, module)
     plan = Plan(module)
     for hazard in hazards:
-        verdict = analyze_hazard(module, function, hazard)
+        verdict = analyze_hazard(module, function, hazard, expect_guarded=expect_guarded)
         if not verdict.applicable:
             plan.statuses[hazard.id] = NOT_APPLICABLE
         elif not verdict.reachable or _covered(hazard, [i.hazard for i in plan.insertions]):
@@ -90,7 +98,7 @@ def self_check(patched: str, inserted: Sequence[Hazard], function_names: Sequenc
     guarded need no second look: a guard only ever switches a flag off, so inserting one cannot
     make another hazard reachable.
     """
-    statuses = plan_insertions(patched, inserted, function_names).statuses
+    statuses = plan_insertions(patched, inserted, function_names, expect_guarded=True).statuses
     unguarded = [h for h, s in statuses.items() if s == INSERTED]
     if unguarded:
         raise PlanError(f"inserted guard for {', '.join(unguarded)} does not verify; not written")

@@ -6,6 +6,8 @@ reads many more that a static judge cannot know (`NVTE_*` variables, cuDNN's ans
 this backend flag still be true here?":
 
 - `const`: the concrete Python value when it is known, else `UNKNOWN`;
+- `choices`: for an unknown value, the finite set of Python values it may still be, if known
+  (several witnesses interpreted in one run bind an input to all their values at once);
 - `truth`: three-valued truthiness (`True`, `False`, `None` for "either"), which stays known where
   the value is not (a branch `if not flag:` teaches the else-branch that `flag` is truthy);
 - `deps`: which selector inputs the value was computed from, so a condition can be recognised as
@@ -22,7 +24,7 @@ Join is pointwise; widening forgets constants that keep changing, so loops reach
 from __future__ import annotations
 
 import ast
-from typing import Any, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 
 class _Unknown:
@@ -36,6 +38,8 @@ class _Unknown:
 
 UNKNOWN: Any = _Unknown()
 EMPTY: frozenset = frozenset()
+#: The most values a value's `choices` holds; beyond that it is simply unknown.
+MAX_CHOICES = 64
 
 
 class Site(NamedTuple):
@@ -56,6 +60,9 @@ class Value(NamedTuple):
     deps: frozenset[str]
     enablers: frozenset[Site]
     disablers: frozenset[Site]
+    #: Only where `const` is UNKNOWN: the values it may be (None: any value at all). Code that
+    #: reads `const` alone sees an unknown value, which is always sound.
+    choices: frozenset | None = None
 
     @property
     def known(self) -> bool:
@@ -89,14 +96,43 @@ def unknown(deps: frozenset[str] = EMPTY, truth: bool | None = None) -> Value:
 TRUE = const(True)
 
 
+def one_of(objs: Iterable[Any], deps: frozenset[str] = EMPTY) -> Value:
+    """A value known to be one of `objs` (a single one makes a known value; too many, or ones
+    `choice_set` refuses, an unknown value)."""
+    choices = choice_set(objs)
+    if choices is not None and len(choices) == 1:
+        return const(next(iter(choices)), deps)
+    return choice(choices, deps)
+
+
+def choice(choices: frozenset | None, deps: frozenset[str] = EMPTY) -> Value:
+    """An unknown value that may be any of `choices` (None: anything). Even a single choice
+    stays one, so that joining it with another choice keeps both."""
+    if choices is None:
+        return unknown(deps)
+    truths = {truth_of(obj) for obj in choices}
+    value = _fresh(UNKNOWN, truths.pop() if len(truths) == 1 else None, deps)
+    return value._replace(choices=choices)
+
+
+def alternatives(value: Value) -> tuple[Any, ...] | None:
+    """Every Python value `value` may be: its constant, its choices, or None for any value."""
+    if value.const is not UNKNOWN:
+        return (value.const,)
+    return tuple(value.choices) if value.choices is not None else None
+
+
 def with_truth(value: Value, truth: bool) -> Value:
     """`value` as seen on a branch where its truthiness is `truth` (branch refinement)."""
     if value.truth is truth:
         return value
     known = value.const if value.known and truth_of(value.const) is truth else UNKNOWN
+    choices = value.choices
+    if choices is not None:
+        choices = frozenset(c for c in choices if truth_of(c) is truth) or None
     if truth:
-        return Value(known, True, value.deps, value.enablers, EMPTY)
-    return Value(known, False, value.deps, EMPTY, value.disablers)
+        return Value(known, True, value.deps, value.enablers, EMPTY, choices)
+    return Value(known, False, value.deps, EMPTY, value.disablers, choices)
 
 
 def with_deps(value: Value, deps: frozenset[str]) -> Value:
@@ -133,23 +169,49 @@ def join(a: Value, b: Value) -> Value:
     deps = _union(a.deps, b.deps)
     enablers = _union(a.enablers, b.enablers)
     disablers = _union(a.disablers, b.disablers)
+    choices = None
+    if const is UNKNOWN and (a.choices is not None or b.choices is not None):
+        choices = _joined_choices(a, b)
     if (
         const is a.const
         and truth is a.truth
         and deps is a.deps
         and enablers is a.enablers
         and disablers is a.disablers
+        and choices is a.choices
     ):
         return a
-    return Value(const, truth, deps, enablers, disablers)
+    return Value(const, truth, deps, enablers, disablers, choices)
+
+
+def _joined_choices(a: Value, b: Value) -> frozenset | None:
+    """What either value may be, when both are known to be one of a few."""
+    left, right = alternatives(a), alternatives(b)
+    if left is None or right is None:
+        return None
+    joined = choice_set((*left, *right))
+    return a.choices if joined == a.choices else joined
+
+
+def choice_set(objs: Iterable[Any]) -> frozenset | None:
+    """`objs` as the choices of a value; None when too many, unhashable, or when equal objects
+    of different types would merge (`1 == True`, yet they are not the same constant)."""
+    try:
+        typed = {(type(obj), obj) for obj in objs}
+    except TypeError:
+        return None
+    choices = frozenset(obj for _, obj in typed)
+    return choices if len(choices) == len(typed) <= MAX_CHOICES else None
 
 
 def widen(old: Value, new: Value) -> Value:
-    """`join`, except that a constant which changed between iterations becomes unknown."""
+    """`join`, except that a constant (or set of choices) which changed between iterations
+    becomes unknown."""
     joined = join(old, new)
-    if joined.known or old.const is UNKNOWN:
+    if joined.known or (old.const is UNKNOWN and joined.choices == old.choices):
         return joined
-    return joined._replace(const=UNKNOWN, truth=joined.truth if old.truth is new.truth else None)
+    truth = joined.truth if old.truth is new.truth else None
+    return joined._replace(const=UNKNOWN, truth=truth, choices=None)
 
 
 class State:

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 from dataclasses import dataclass
 from typing import Sequence
 
-from lint_plugin.absint import TRUE, State, Value, const, join, unknown, with_truth
+from lint_plugin.absint import TRUE, State, Value, join, one_of, unknown, with_truth
 from lint_plugin.dialect import (
     COMPUTE_CAPABILITY_QUERY,
     SELECTOR_FUNCTIONS,
@@ -97,11 +98,13 @@ def selector(module: ast.Module, function: ast.FunctionDef) -> Selector:
     return Selector(module, function)
 
 
-def compute_capability(capability: tuple[int, int] | None) -> dict[str, Value]:
-    """The hardware query's answer as a call fact: known, or unknown but still tracked."""
+def compute_capability(*capabilities: tuple[int, int] | None) -> dict[str, Value]:
+    """The hardware query's answer as a call fact: known (one of `capabilities`), or unknown
+    (`None` among them) but still tracked."""
     deps = frozenset((COMPUTE_CAPABILITY,))
-    answer = unknown(deps) if capability is None else const(tuple(capability), deps)
-    return {COMPUTE_CAPABILITY_QUERY: answer}
+    if None in capabilities:
+        return {COMPUTE_CAPABILITY_QUERY: unknown(deps)}
+    return {COMPUTE_CAPABILITY_QUERY: one_of((tuple(c) for c in capabilities), deps)}
 
 
 def witness_params(hazard: Hazard, dialect: Dialect, witness: Scenario) -> dict[str, object]:
@@ -113,17 +116,24 @@ def witness_params(hazard: Hazard, dialect: Dialect, witness: Scenario) -> dict[
 
 
 def witness_facts(
-    hazard: Hazard, dialect: Dialect, witness: Scenario, given: Facts = NOTHING
+    hazard: Hazard, dialect: Dialect, witnesses: Sequence[Scenario], given: Facts = NOTHING
 ) -> Facts:
-    """What one witness run knows: the hazard's inputs, over whatever else is `given`."""
+    """What a run of `witnesses` knows: the hazard's inputs, over whatever else is `given`.
+
+    One witness binds each input to its value. Several, interpreted together, bind each input
+    to the choice of their values (inputs bound by only some of them stay unknown): a run that
+    over-approximates each of theirs, since nothing ties one input's choice to another's.
+    """
+    bound = [witness_params(hazard, dialect, witness) for witness in witnesses]
     params = {
-        name: const(value, frozenset((name,)))
-        for name, value in witness_params(hazard, dialect, witness).items()
+        name: one_of((values[name] for values in bound), frozenset((name,)))
+        for name in set(bound[0]).intersection(*bound[1:])
     }
+    capabilities = (witness.compute_capability for witness in witnesses)
     installed = dialect.installed(hazard.backend)
     return Facts(
         params={**given.params, **params},
-        calls={**given.calls, **compute_capability(witness.compute_capability)},
+        calls={**given.calls, **compute_capability(*capabilities)},
         names={**given.names, **({installed: TRUE} if installed else {})},
     )
 
@@ -183,12 +193,21 @@ def analyze_hazard(
     function: ast.FunctionDef,
     hazard: Hazard,
     given: Facts = NOTHING,
+    *,
+    expect_guarded: bool = False,
 ) -> HazardVerdict:
     """The verdict on one hazard in one selector function.
 
     `given` adds facts to every witness run (the other fields of a concrete call, say): the
     verdict then holds for the environments they describe only. By default everything but the
     hazard's own inputs stays unknown.
+
+    Witnesses are tried in order, and the first that reaches the backend is the one reported.
+    Those of one architecture are first interpreted together (`guarded_together`): one run
+    that finds the backend off proves them all guarded, else they run one by one. A caller
+    that expects GUARDED (the codemod checking its own guard) sets `expect_guarded`: all the
+    witnesses are then first tried in one run. The verdict is the same either way; only the
+    cost is not.
     """
     prepared = selector(module, function)
     dialect = prepared.dialect
@@ -200,14 +219,19 @@ def analyze_hazard(
             f"no {role.display} backend: the selector binds none of {', '.join(role.flags)}",
         )  # fmt: skip
     witnesses = _distinct_witnesses(hazard, dialect)
-    for witness in witnesses:
-        facts = witness_facts(hazard, dialect, witness, given)
-        triggers = frozenset(witness_params(hazard, dialect, witness))
-        observer = _AdmittingFilters(prepared.program, flag, triggers)
-        enabled = _enabled(prepared, hazard.backend, flag, facts, observer)
-        if enabled:
-            value = functools.reduce(join, enabled)
-            return _reachable(hazard, dialect, function, flag, witness, value, observer.found)
+    proven = expect_guarded and guarded_together(module, function, hazard, witnesses, given)
+    groups = [] if proven else [list(g) for _, g in itertools.groupby(witnesses, _architecture)]
+    for group in groups:
+        if len(group) > 1 and guarded_together(module, function, hazard, group, given):
+            continue
+        for witness in group:
+            facts = witness_facts(hazard, dialect, [witness], given)
+            triggers = frozenset(witness_params(hazard, dialect, witness))
+            observer = _AdmittingFilters(prepared.program, flag, triggers)
+            enabled = _enabled(prepared, hazard.backend, flag, facts, observer)
+            if enabled:
+                value = functools.reduce(join, enabled)
+                return _reachable(hazard, dialect, function, flag, witness, value, observer.found)
     archs = ", ".join(_sm(arch) for arch in hazard.architectures)
     return HazardVerdict(
         hazard.id, function.name, True, False, None, None, None,
@@ -216,8 +240,31 @@ def analyze_hazard(
     )  # fmt: skip
 
 
+def guarded_together(
+    module: ast.Module,
+    function: ast.FunctionDef,
+    hazard: Hazard,
+    witnesses: Sequence[Scenario] | None = None,
+    given: Facts = NOTHING,
+) -> bool:
+    """Whether one run of `witnesses` (default: all the hazard's) finds the backend off.
+
+    That run binds each input to the choice of the witnesses' values (`witness_facts`), so it
+    covers each witness's own run: True proves them all guarded. False proves nothing; what
+    ties one input to another within a witness (head dims equal or not, say) is lost.
+    """
+    prepared = selector(module, function)
+    flag = prepared.dialect.flag(hazard.backend)
+    if flag is None:
+        return False
+    if witnesses is None:
+        witnesses = _distinct_witnesses(hazard, prepared.dialect)
+    facts = witness_facts(hazard, prepared.dialect, witnesses, given)
+    return not _enabled(prepared, hazard.backend, flag, facts)
+
+
 def _enabled(
-    prepared: Selector, role: str, flag: str, facts: Facts, observer: Observer
+    prepared: Selector, role: str, flag: str, facts: Facts, observer: Observer | None = None
 ) -> list[Value]:
     """Why the backend may still run at the returns of one witness (empty: it cannot).
 
@@ -304,6 +351,10 @@ def _reachable(
     return HazardVerdict(
         hazard.id, function.name, True, True, witness, node.lineno, node.col_offset, detail
     )
+
+
+def _architecture(witness: Scenario) -> tuple[int, int] | None:
+    return witness.compute_capability
 
 
 def _sm(arch: tuple[int, int]) -> str:

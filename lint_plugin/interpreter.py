@@ -17,22 +17,29 @@ from __future__ import annotations
 
 import ast
 import builtins
+import itertools
+import math
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from lint_plugin.absint import (
     EMPTY,
     FRESH,
     FRESH_SITE,
+    MAX_CHOICES,
     UNKNOWN,
     Site,
     State,
     Value,
+    alternatives,
+    choice,
+    choice_set,
     const,
     join,
     join_all,
     join_states,
+    one_of,
     unknown,
     widen_states,
     with_deps,
@@ -173,45 +180,13 @@ class Interpreter:
         self.overrides: dict[ast.AST, Value] = {}
         #: When a list, every evaluated comparison is appended as (node, value).
         self.trace: list[tuple[ast.Compare, Value]] | None = None
-        self._exec = {
-            ast.Assign: self._assign_stmt,
-            ast.AugAssign: self._augassign,
-            ast.AnnAssign: self._annassign,
-            ast.Expr: self._expr_stmt,
-            ast.If: self._if,
-            ast.For: self._for,
-            ast.AsyncFor: self._for,
-            ast.While: self._while,
-            ast.Try: self._try,
-            ast.With: self._with,
-            ast.AsyncWith: self._with,
-            ast.Return: self._return,
-            ast.Raise: _dead,
-            ast.Break: self._break,
-            ast.Continue: self._continue,
-            ast.FunctionDef: self._def,
-            ast.Assert: self._assert,
-            ast.Delete: self._delete,
-            ast.Match: self._match,
-        }
-        if hasattr(ast, "TryStar"):
-            self._exec[ast.TryStar] = self._try
-        self._eval = {
-            ast.Constant: self._constant,
-            ast.Name: self._name,
-            ast.Attribute: self._attribute,
-            ast.Subscript: self._subscript,
-            ast.Call: self._call,
-            ast.BoolOp: self._boolop,
-            ast.UnaryOp: self._unaryop,
-            ast.BinOp: self._binop,
-            ast.Compare: self._compare,
-            ast.IfExp: self._ifexp,
-            ast.Tuple: self._sequence,
-            ast.List: self._sequence,
-            ast.NamedExpr: self._namedexpr,
-        }
         self._constants: dict[ast.Constant, Value] = {}
+        #: Whether some fact is a choice of values (several witnesses in one run).
+        self.choices = any(
+            value.choices is not None
+            for known in (facts.params, facts.calls, facts.names)
+            for value in known.values()
+        )
 
     # ---------------------------------------------------------------- entry point
 
@@ -257,9 +232,9 @@ class Interpreter:
                     f"more than {STATEMENT_BUDGET} statements interpreted (line {stmt.lineno})"
                 )
             self.stmt, self.frame = stmt, frame
-            handler = self._exec.get(type(stmt))
+            handler = STATEMENTS.get(type(stmt))
             try:
-                state = handler(stmt, state, frame) if handler else self._opaque(stmt, state)
+                state = handler(self, stmt, state, frame) if handler else self._opaque(stmt, state)
             except _Unreachable:
                 state = None
         return state
@@ -444,6 +419,10 @@ class Interpreter:
         frame.returns.append((value, state))
         return None
 
+    def _raise(self, node: ast.Raise, state: State, frame: _Frame) -> None:
+        """An exception leaves here: nothing falls through (handlers see it via `_may_raise`)."""
+        return None
+
     def _break(self, node: ast.Break, state: State, frame: _Frame) -> None:
         if frame.loops:
             frame.loops[-1].breaks.append(state)
@@ -493,7 +472,9 @@ class Interpreter:
         if FRESH_SITE in disablers:
             site = site or Site(self.stmt, state.path | value.deps)
             disablers = (disablers - FRESH) | {site}
-        state.vars[name] = Value(value.const, value.truth, value.deps, enablers, disablers)
+        state.vars[name] = Value(
+            value.const, value.truth, value.deps, enablers, disablers, value.choices
+        )
 
     def assign(self, target: ast.AST, value: Value, state: State) -> None:
         if isinstance(target, ast.Name):
@@ -533,9 +514,9 @@ class Interpreter:
     def eval(self, node: ast.AST, state: State) -> Value:
         if self.overrides and node in self.overrides:
             return self.overrides[node]
-        handler = self._eval.get(type(node))
+        handler = EXPRESSIONS.get(type(node))
         if handler is not None:
-            return handler(node, state)
+            return handler(self, node, state)
         return self._unmodelled(node, state)
 
     def _deps_of(self, node: ast.AST, state: State) -> frozenset[str]:
@@ -572,7 +553,7 @@ class Interpreter:
         if name in self.facts.opaque:
             # Unknown truth, and a dependency on the flag itself: conditions can be told
             # apart by which backends' flags they read.
-            return value._replace(const=UNKNOWN, truth=None, deps=value.deps | {name})
+            return value._replace(const=UNKNOWN, truth=None, deps=value.deps | {name}, choices=None)
         return value
 
     def _name(self, node: ast.Name, state: State) -> Value:
@@ -605,13 +586,7 @@ class Interpreter:
     def _subscript(self, node: ast.Subscript, state: State) -> Value:
         base = self.eval(node.value, state)
         index = self.eval(node.slice, state)
-        deps = base.deps | index.deps
-        if base.known and index.known:
-            try:
-                return const(base.const[index.const], deps)
-            except Exception:
-                pass
-        return unknown(deps)
+        return apply(operator.getitem, (base, index), base.deps | index.deps)
 
     def _sequence(self, node: ast.Tuple | ast.List, state: State) -> Value:
         items = [self.eval(element, state) for element in node.elts]
@@ -653,21 +628,13 @@ class Interpreter:
             if operand.truth is None:
                 return unknown(operand.deps)
             return const(not operand.truth, operand.deps)
-        if operand.known:
-            try:
-                return const(UNARY[type(node.op)](operand.const), operand.deps)
-            except Exception:
-                pass
-        return unknown(operand.deps)
+        return apply(UNARY[type(node.op)], (operand,), operand.deps)
 
     def _arith(self, op: type, left: Value, right: Value) -> Value:
         deps = left.deps | right.deps
-        if left.known and right.known and op in BINARY:
-            try:
-                return const(BINARY[op](left.const, right.const), deps)
-            except Exception:
-                pass
-        return unknown(deps)
+        if op not in BINARY:
+            return unknown(deps)
+        return apply(BINARY[op], (left, right), deps)
 
     def _binop(self, node: ast.BinOp, state: State) -> Value:
         return self._arith(type(node.op), self.eval(node.left, state), self.eval(node.right, state))
@@ -735,15 +702,12 @@ class Interpreter:
         for argument in arguments:
             deps = deps | argument.deps
         starred = any(isinstance(a, ast.Starred) for a in node.args)
-        if not starred and all(argument.known for argument in arguments):
-            try:
-                return const(PURE_BUILTINS[name](*(a.const for a in arguments)), deps)
-            except Exception:
-                pass
         if name == "bool" and len(arguments) == 1 and not starred:
             truth = arguments[0].truth
             return unknown(deps) if truth is None else const(truth, deps)
-        return unknown(deps)
+        if starred:
+            return unknown(deps)
+        return apply(PURE_BUILTINS[name], arguments, deps)
 
     def _inline(self, function: ast.FunctionDef, call: ast.Call, state: State) -> Value:
         """Run a local helper on the caller's state: closures read it, `nonlocal` writes land."""
@@ -867,6 +831,8 @@ class Interpreter:
         return state
 
     def _refine_compare(self, node: ast.Compare, truth: bool, state: State) -> State:
+        if self.choices:
+            state = self._narrow_choices(node, truth, state)
         op = type(node.ops[0])
         if _key(node.left) is None:
             return state
@@ -874,33 +840,108 @@ class Interpreter:
         if op in (ast.In, ast.NotIn) and truth is (op is ast.In):
             container = self.eval(node.comparators[0], state)
             if container.known and _sized(container.const) == 1:
-                return self._set_const(node.left, next(iter(container.const)), state)
+                return self._restrict(node.left, [next(iter(container.const))], state)
             return state
         if equal:
             other = self.eval(node.comparators[0], state)
             if other.known:
-                return self._set_const(node.left, other.const, state)
+                return self._restrict(node.left, [other.const], state)
         return state
 
-    def _set_const(self, node: ast.Name | ast.Attribute, value: Any, state: State) -> State:
-        """Refine a variable to a known constant (its provenance and inputs stay its own)."""
+    def _narrow_choices(self, node: ast.Compare, truth: bool, state: State) -> State:
+        """Keep only the choices of a compared variable that can give the test this truth:
+        the else branch of `if head_dim_qk != head_dim_v:` leaves both their common values."""
+        op, sides = node.ops[0], (node.left, node.comparators[0])
+        if any(self.program.calls_helper(side) for side in sides):
+            return state  # evaluating it again would run the helper's writes again
+        values = [self.eval(side, state) for side in sides]
+        options = [alternatives(value) for value in values]
+        if options[0] is None or options[1] is None:
+            return state
+        for index, (side, value) in enumerate(zip(sides, values)):
+            if value.choices is None or _key(side) is None:
+                continue
+            kept = [
+                mine
+                for mine in options[index]
+                if any(
+                    _compare_objects(op, *((mine, other) if index == 0 else (other, mine)))
+                    is not (not truth)
+                    for other in options[1 - index]
+                )
+            ]
+            if kept and len(kept) < len(options[index]):
+                state = self._restrict(side, kept, state)
+                options[index] = kept
+        return state
+
+    def _restrict(self, node: ast.Name | ast.Attribute, objs: list[Any], state: State) -> State:
+        """Refine a variable to one of `objs` (its provenance and inputs stay its own).
+
+        A single object makes it known, unless it was a choice: then it stays a choice, so
+        that where the branches meet the variable is again one of all their values.
+        """
         key = _key(node)
         if key in self.facts.opaque:
             return state
         current = state.vars.get(key) or self.eval(node, state)
-        known = const(value)
+        if current.choices is not None:
+            known = choice(choice_set(objs))
+        else:
+            known = const(objs[0]) if len(objs) == 1 else one_of(objs)
         state.vars[key] = Value(
-            value,
+            known.const,
             known.truth,
             current.deps,
             current.enablers if known.truth is not False else EMPTY,
             current.disablers if known.truth is not True else EMPTY,
+            known.choices,
         )
         return state
 
 
-def _dead(node: ast.stmt, state: State, frame: _Frame) -> None:
-    return None
+#: How each kind of statement executes (`Interpreter.block`); any other kind is `_opaque`.
+#: Module-level, not bound methods in the instance: those would make every interpreter, and
+#: every state it ever held, cyclic garbage that only a full collection frees.
+STATEMENTS: dict[type, Callable[..., State | None]] = {
+    ast.Assign: Interpreter._assign_stmt,
+    ast.AugAssign: Interpreter._augassign,
+    ast.AnnAssign: Interpreter._annassign,
+    ast.Expr: Interpreter._expr_stmt,
+    ast.If: Interpreter._if,
+    ast.For: Interpreter._for,
+    ast.AsyncFor: Interpreter._for,
+    ast.While: Interpreter._while,
+    ast.Try: Interpreter._try,
+    ast.With: Interpreter._with,
+    ast.AsyncWith: Interpreter._with,
+    ast.Return: Interpreter._return,
+    ast.Raise: Interpreter._raise,
+    ast.Break: Interpreter._break,
+    ast.Continue: Interpreter._continue,
+    ast.FunctionDef: Interpreter._def,
+    ast.Assert: Interpreter._assert,
+    ast.Delete: Interpreter._delete,
+    ast.Match: Interpreter._match,
+}
+if hasattr(ast, "TryStar"):
+    STATEMENTS[ast.TryStar] = Interpreter._try
+#: How each kind of expression evaluates (`Interpreter.eval`); any other is `_unmodelled`.
+EXPRESSIONS: dict[type, Callable[..., Value]] = {
+    ast.Constant: Interpreter._constant,
+    ast.Name: Interpreter._name,
+    ast.Attribute: Interpreter._attribute,
+    ast.Subscript: Interpreter._subscript,
+    ast.Call: Interpreter._call,
+    ast.BoolOp: Interpreter._boolop,
+    ast.UnaryOp: Interpreter._unaryop,
+    ast.BinOp: Interpreter._binop,
+    ast.Compare: Interpreter._compare,
+    ast.IfExp: Interpreter._ifexp,
+    ast.Tuple: Interpreter._sequence,
+    ast.List: Interpreter._sequence,
+    ast.NamedExpr: Interpreter._namedexpr,
+}
 
 
 def _may_raise(stmt: ast.stmt) -> bool:
@@ -931,16 +972,46 @@ def _sized(obj: Any) -> int | None:
 
 
 def _compare(op: ast.cmpop, left: Value, right: Value) -> bool | None:
-    if not (left.known and right.known):
+    """The comparison's outcome, when it is the same for whatever both sides may be."""
+    if left.known and right.known:
+        return _compare_objects(op, left.const, right.const)
+    lefts, rights = alternatives(left), alternatives(right)
+    if lefts is None or rights is None:
         return None
+    outcomes = {_compare_objects(op, a, b) for a in lefts for b in rights}
+    return outcomes.pop() if len(outcomes) == 1 else None
+
+
+def _compare_objects(op: ast.cmpop, left: Any, right: Any) -> bool | None:
     if isinstance(op, (ast.Is, ast.IsNot)) and not any(
-        side is None or isinstance(side, bool) for side in (left.const, right.const)
+        side is None or isinstance(side, bool) for side in (left, right)
     ):
         return None  # identity of other equal constants is the implementation's choice
     try:
-        return bool(COMPARE[type(op)](left.const, right.const))
+        return bool(COMPARE[type(op)](left, right))
     except Exception:
         return None
+
+
+def apply(function: Callable, operands: Sequence[Value], deps: frozenset[str]) -> Value:
+    """`function` folded over what the operands may be (`absint.alternatives`): a constant,
+    or a choice of results when some operand is a choice; unknown when some operand is, when
+    a combination raises, or when there would be too many."""
+    if all(operand.known for operand in operands):
+        try:
+            return const(function(*(operand.const for operand in operands)), deps)
+        except Exception:
+            return unknown(deps)
+    options = [alternatives(operand) for operand in operands]
+    if any(option is None for option in options):
+        return unknown(deps)
+    if math.prod(len(option) for option in options) > MAX_CHOICES:
+        return unknown(deps)
+    try:
+        results = [function(*combination) for combination in itertools.product(*options)]
+    except Exception:
+        return unknown(deps)
+    return one_of(results, deps)
 
 
 def _element(iterable: Value) -> Value:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import ast
 import functools
+import operator
 from dataclasses import dataclass
 from typing import Iterator
 
 from lint_plugin.absint import EMPTY
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+#: Sort key that puts nodes in source order.
+POSITION = operator.attrgetter("lineno", "col_offset")
 
 
 def selector_parameter(function: ast.FunctionDef) -> ast.arg | None:
@@ -35,10 +38,31 @@ class FunctionIndex:
     text_names: frozenset[str]
     #: `AttentionParams` fields read as attributes of the selector's argument.
     fields: frozenset[str]
-    #: Nested function definitions.
+    #: Nested function definitions, in source order.
     definitions: tuple[ast.FunctionDef, ...]
-    #: Assignments whose targets include a plain name.
+    #: Assignments whose targets include a plain name, in source order.
     assignments: tuple[ast.Assign, ...]
+
+
+def descendants(node: ast.AST) -> Iterator[ast.AST]:
+    """`node` and every node under it, in no particular order.
+
+    What `ast.walk` yields, at half its cost: the analysis walks each selector twice per run of
+    flake8, and this walk is most of its preparation.
+    """
+    todo = [node]
+    pop, push = todo.pop, todo.append
+    while todo:
+        current = pop()
+        yield current
+        for name in current._fields:
+            value = getattr(current, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        push(item)
+            elif isinstance(value, ast.AST):
+                push(value)
 
 
 @functools.lru_cache(maxsize=2)  # keeps trees alive: flake8 moves on file by file
@@ -46,7 +70,7 @@ def function_index(function: ast.FunctionDef) -> FunctionIndex:
     argument = selector_parameter(function)
     parameter = argument.arg if argument else None
     stores, text, fields, definitions, assignments = set(), set(), set(), [], []
-    for node in ast.walk(function):
+    for node in descendants(function):
         kind = type(node)
         if kind is ast.Name:
             text.add(node.id)
@@ -67,8 +91,8 @@ def function_index(function: ast.FunctionDef) -> FunctionIndex:
         frozenset(stores),
         frozenset(text),
         frozenset(fields),
-        tuple(definitions),
-        tuple(assignments),
+        tuple(sorted(definitions, key=POSITION)),
+        tuple(sorted(assignments, key=POSITION)),
     )
 
 
@@ -76,8 +100,8 @@ def function_index(function: ast.FunctionDef) -> FunctionIndex:
 class NodeInfo:
     """What one walk over a statement or expression finds (nested scopes included)."""
 
-    #: Names and dotted attribute names loaded, in order of first appearance.
-    loads: tuple[str, ...]
+    #: Names and dotted attribute names loaded.
+    loads: frozenset[str]
     #: `AttentionParams` fields read as attributes of the selector's argument.
     fields: frozenset[str]
     #: Names and dotted names bound, and local objects changed by subscript assignment.
@@ -152,6 +176,19 @@ def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from statements(block)
 
 
+def enclosing_statements(body: list[ast.stmt], target: ast.stmt) -> list[ast.stmt] | None:
+    """The compound statements of `body` around `target`, outermost first; None if it is not
+    in `body`. Nested function definitions count as compound statements."""
+    for stmt in body:
+        if stmt is target:
+            return []
+        for block in blocks(stmt):
+            inner = enclosing_statements(block, target)
+            if inner is not None:
+                return [stmt, *inner]
+    return None
+
+
 def heads(stmt: ast.stmt) -> list[ast.AST]:
     """Expressions a compound statement evaluates itself, outside its blocks."""
     found: list[ast.AST] = []
@@ -217,9 +254,18 @@ class Program:
         return next(h for h in self.helpers[node.name] if h.node is node)
 
     def info(self, node: ast.AST) -> NodeInfo:
+        """What `node` reads, binds and calls. A compound statement's is built from its heads'
+        and its statements' (each computed once), so nested code is not walked again."""
         cached = self._info.get(node)
         if cached is None:
-            cached = self._info[node] = _node_info(node, self.parameter, self.locals)
+            blocks = self.blocks(node) if isinstance(node, ast.stmt) else ()
+            if blocks and not isinstance(node, DEFINITIONS):
+                parts = [self.info(head) for head in heads(node)]
+                parts += [self.info(stmt) for block in blocks for stmt in block]
+                cached = _merged_info(parts)
+            else:
+                cached = _node_info(node, self.parameter, self.locals)
+            self._info[node] = cached
         return cached
 
     def called_helpers(self, node: ast.AST) -> list[Helper]:
@@ -232,7 +278,7 @@ class Program:
             return self.info(stmt).stores
         return EMPTY
 
-    def reads(self, node: ast.AST) -> tuple[tuple[str, ...], frozenset[str]]:
+    def reads(self, node: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
         """Names (dotted attribute names too) a node loads, and `AttentionParams` fields read."""
         info = self.info(node)
         return info.loads, info.fields
@@ -334,19 +380,19 @@ class Program:
 
 
 def _node_info(node: ast.AST, parameter: str | None, scope: frozenset[str]) -> NodeInfo:
-    loads, fields, stores, calls, falsified, walrus = [], set(), set(), set(), set(), False
-    for child in ast.walk(node):
+    loads, fields, stores, calls, falsified, walrus = set(), set(), set(), set(), set(), False
+    for child in descendants(node):
         kind = type(child)
         if kind is ast.Name:
             if type(child.ctx) is ast.Load:
-                loads.append(child.id)
+                loads.add(child.id)
             else:
                 stores.add(child.id)
         elif kind is ast.Attribute:
             dotted = dotted_name(child)
             if type(child.ctx) is ast.Load:
                 if dotted is not None:
-                    loads.append(dotted)
+                    loads.add(dotted)
                 if type(child.value) is ast.Name and child.value.id == parameter:
                     fields.add(child.attr)
             elif dotted is not None:
@@ -362,12 +408,24 @@ def _node_info(node: ast.AST, parameter: str | None, scope: frozenset[str]) -> N
         elif kind is ast.NamedExpr:
             walrus = True
     return NodeInfo(
-        tuple(dict.fromkeys(loads)),
+        frozenset(loads),
         frozenset(fields) or EMPTY,
         frozenset(stores),
         frozenset(calls),
         frozenset(falsified),
         walrus,
+    )
+
+
+def _merged_info(parts: list[NodeInfo]) -> NodeInfo:
+    """The info of code made of `parts`."""
+    return NodeInfo(
+        frozenset().union(*(part.loads for part in parts)),
+        frozenset().union(*(part.fields for part in parts)),
+        frozenset().union(*(part.stores for part in parts)),
+        frozenset().union(*(part.calls for part in parts)),
+        frozenset().union(*(part.falsified for part in parts)),
+        any(part.walrus for part in parts),
     )
 
 

@@ -90,14 +90,15 @@ def get_attention_backend(attention_params=None):
 """
 
 
-def _te2(**filters: str) -> str:
+def te2_example(**filters: str) -> str:
+    """A TE 2.x-shaped selector with `filters` in their slots (also for tests of such shapes)."""
     slots = ("compute_capability", "head_dim", "dropout", "determinism", "late")
     return _TE2.format(**{slot: filters.get(slot, "") for slot in slots})
 
 
 FA4_VALID = (
     # the seed's guard, spelt with the major version
-    _te2(
+    te2_example(
         determinism="""
     if use_flash_attention_4 and deterministic and is_training:
         if device_compute_capability[0] == 12:
@@ -105,7 +106,7 @@ FA4_VALID = (
 """
     ),
     # the whole 12.x family as a tuple
-    _te2(
+    te2_example(
         determinism="""
     if (
         use_flash_attention_4
@@ -117,14 +118,14 @@ FA4_VALID = (
 """
     ),
     # a range over versions, conditions in another order
-    _te2(
+    te2_example(
         determinism="""
     if (12, 0) <= device_compute_capability < (13, 0) and is_training and deterministic:
         use_flash_attention_4 = False
 """
     ),
     # nested ifs, behind the installed check TE uses for logging
-    _te2(
+    te2_example(
         determinism="""
     if deterministic:
         if is_training:
@@ -135,7 +136,7 @@ FA4_VALID = (
 """
     ),
     # a local helper that switches the flag off
-    _te2(
+    te2_example(
         determinism="""
     def _disable_flash_attention_4():
         nonlocal use_flash_attention_4
@@ -146,14 +147,14 @@ FA4_VALID = (
 """
     ),
     # placed in another section: still off at the return
-    _te2(
+    te2_example(
         compute_capability="""
     if device_compute_capability[0] == 12 and deterministic and is_training:
         use_flash_attention_4 = False
 """
     ),
     # switching off every flash backend through the shared flag counts too
-    _te2(
+    te2_example(
         determinism="""
     if deterministic and is_training and device_compute_capability[0] == 12:
         use_flash_attention = False
@@ -163,9 +164,9 @@ FA4_VALID = (
 
 FA4_INVALID = (
     # TE 2.15 - 2.20: no FA4 filter for determinism at all
-    _te2(),
+    te2_example(),
     # a guard that a later statement undoes
-    _te2(
+    te2_example(
         determinism="""
     if use_flash_attention_4 and deterministic and device_compute_capability[0] == 12:
         use_flash_attention_4 = False
@@ -176,21 +177,21 @@ FA4_INVALID = (
 """,
     ),
     # a guard on the wrong architecture
-    _te2(
+    te2_example(
         determinism="""
     if use_flash_attention_4 and deterministic and device_compute_capability == (10, 0):
         use_flash_attention_4 = False
 """
     ),
     # a guard for sm120 only: sm121 has the same kernel
-    _te2(
+    te2_example(
         determinism="""
     if use_flash_attention_4 and deterministic and device_compute_capability == (12, 0):
         use_flash_attention_4 = False
 """
     ),
     # a guard after the flags are recombined, on the master flag: too late to matter
-    _te2(
+    te2_example(
         late="""
     if deterministic and device_compute_capability[0] == 12:
         use_flash_attention = False
@@ -211,9 +212,9 @@ _FA2_GUARD = """
 
 FA2_VALID = (
     # seed 001's guard, right after the head-dim check
-    _te2(head_dim=_FA2_GUARD),
+    te2_example(head_dim=_FA2_GUARD),
     # spelt with the major version and an unpadded max, in the dropout section
-    _te2(
+    te2_example(
         dropout="""
     if attention_dropout != 0.0 and is_training and max(head_dim_qk, head_dim_v) > 192:
         if device_compute_capability[0] == 12 or device_compute_capability in ((8, 6), (8, 9)):
@@ -221,7 +222,7 @@ FA2_VALID = (
 """
     ),
     # nested ifs inside the dropout filter
-    _te2(
+    te2_example(
         dropout="""
     if attention_dropout > 0.0:
         if is_training and fa2_padded_head_dim > 192:
@@ -233,16 +234,16 @@ FA2_VALID = (
 
 FA2_INVALID = (
     # TE 2.1 - 2.20: the allowlist admits sm120 for head dim > 192, nothing filters dropout
-    _te2(),
+    te2_example(),
     # a dropout guard on the wrong backend
-    _te2(
+    te2_example(
         dropout="""
     if attention_dropout > 0.0 and is_training and device_compute_capability[0] == 12:
         use_flash_attention_4 = False
 """
     ),
     # the guard, undone by a later re-enable
-    _te2(
+    te2_example(
         head_dim=_FA2_GUARD,
         late="""
     use_flash_attention_2 = int(os.environ.get("NVTE_FLASH_ATTN_V2", "1"))

@@ -15,11 +15,12 @@ import textwrap
 import pytest
 
 from lint_plugin import interpreter
-from lint_plugin.absint import const, join
+from lint_plugin.absint import UNKNOWN, choice_set, const, join, one_of, widen
 from lint_plugin.analysis import HazardVerdict, analyze_hazard, analyze_source, compute_capability
 from lint_plugin.dialect import find_selectors
 from lint_plugin.interpreter import AnalysisBudgetExceeded, Facts, Interpreter
 from lint_plugin.program import Program
+from lint_plugin.rules import te2_example
 from lint_plugin.slicing import Slice
 from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.scenario import Scenario
@@ -34,14 +35,20 @@ PRELUDE = """
 
 
 def flag(body: str, capability=(12, 0), sliced: bool = False, **params) -> str:
+    """The flag's verdict; a `set` of capabilities or of a parameter's values binds the choice
+    of them, as a run of several witnesses together does."""
     source = "def get_attention_backend(attention_params):\n" + textwrap.indent(
         textwrap.dedent(PRELUDE) + textwrap.dedent(body), "    "
     )
     function = ast.parse(source).body[0]
     program = Program(function)
+    capabilities = capability if isinstance(capability, set) else {capability}
     facts = Facts(
-        params={name: const(value, frozenset((name,))) for name, value in params.items()},
-        calls=compute_capability(capability),
+        params={
+            name: one_of(value if isinstance(value, set) else {value}, frozenset((name,)))
+            for name, value in params.items()
+        },
+        calls=compute_capability(*capabilities),
     )
     relevant = Slice(program, frozenset({"flag"})) if sliced else None
     states = Interpreter(program, facts, relevant=relevant).run()
@@ -385,3 +392,142 @@ def test_same_verdict_for_every_environment_of_a_point() -> None:
     function = find_selectors(module)[0]
     verdict = analyze_hazard(module, function, get_hazard("TEA001"))
     assert verdict.witness.env == Scenario().env
+
+
+#: Several witnesses in one run: (name, body, capabilities, parameters, verdict).
+CHOICE_CASES = [
+    (
+        "membership holds for every choice",
+        """
+        if deterministic and device_compute_capability in ((12, 0), (12, 1)):
+            flag = False
+        return flag
+    """,
+        {(12, 0), (12, 1)},
+        GUARDED,
+        "off",
+    ),
+    (
+        "membership that holds for some choices only",
+        """
+        if deterministic and device_compute_capability in ((12, 0), (12, 1)):
+            flag = False
+        return flag
+    """,
+        {(12, 0), (9, 0)},
+        GUARDED,
+        "maybe",
+    ),
+    (
+        "arithmetic and builtins fold over the choices",
+        """
+        padded = max(head_dim, 128) + 8
+        if padded > 200 and device_compute_capability[0] == 12:
+            flag = False
+        return flag
+    """,
+        {(12, 0), (12, 1)},
+        dict(head_dim={256, 224}),
+        "off",
+    ),
+    (
+        "a branch narrows the choices of what it compares",
+        """
+        if head_dim < 200:
+            flag = False
+        elif head_dim > 192 and device_compute_capability[0] == 12:
+            flag = False
+        return flag
+    """,
+        {(12, 0), (12, 1)},
+        dict(head_dim={256, 128}),
+        "off",
+    ),
+    (
+        "branches that narrowed a choice join back to both values",
+        """
+        if device_compute_capability == (12, 0):
+            pass
+        if device_compute_capability in ((12, 0), (12, 1)):
+            flag = False
+        return flag
+    """,
+        {(12, 0), (12, 1)},
+        {},
+        "off",
+    ),
+    (
+        "inputs are not tied to each other: the run covers pairs no witness has",
+        """
+        if head_dim > 192 and device_compute_capability == (12, 0):
+            flag = False
+        if head_dim <= 192 and device_compute_capability == (12, 1):
+            flag = False
+        return flag
+    """,
+        {(12, 0), (12, 1)},
+        dict(head_dim={256, 128}),
+        "maybe",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "capabilities", "params", "expected"),
+    [pytest.param(*case[1:], id=case[0]) for case in CHOICE_CASES],
+)
+def test_choices(body, capabilities, params, expected) -> None:
+    assert flag(body, capability=capabilities, **params) == expected
+
+
+def test_join_and_widen_of_choices() -> None:
+    sm120, sm121 = const((12, 0)), one_of({(12, 1)})
+    assert one_of({(12, 1)}).known  # a single value is simply known
+    joined = join(sm120, one_of({(12, 1), (9, 0)}))
+    assert joined.const is UNKNOWN and joined.choices == {(12, 0), (12, 1), (9, 0)}
+    assert join(sm120, sm121).choices is None  # two known values: no choice was made
+    assert widen(one_of({1, 2}), one_of({2, 3})).choices is None  # growing choices stop
+    assert choice_set([1, True]) is None  # equal, yet not the same constant
+    assert choice_set([[1]]) is None and choice_set(range(1000)) is None
+
+
+#: FA2's MLA filter: it decides the (192, 256) witness only in that witness's own run.
+MLA = """
+    if use_flash_attention_2 and head_dim_qk != head_dim_v:
+        use_flash_attention_2 = False
+"""
+#: TEA002 guards, and whether the hazard stays reachable (first on sm120, which the example's
+#: head-dim allowlist lets through).
+GROUPED_GUARDS = {
+    "unguarded": ("", True),
+    "guarded": (
+        """
+    if use_flash_attention_2 and head_dim_qk > 192 and attention_dropout > 0 and is_training:
+        use_flash_attention_2 = False
+""",
+        False,
+    ),
+    "guarded on sm8x only": (
+        """
+    if use_flash_attention_2 and head_dim_qk > 192 and device_compute_capability[0] == 8:
+        use_flash_attention_2 = False
+""",
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize(("guard", "reachable"), GROUPED_GUARDS.values(), ids=GROUPED_GUARDS)
+@pytest.mark.parametrize("expect_guarded", [False, True])
+def test_witnesses_run_together_where_that_decides(guard, reachable, expect_guarded) -> None:
+    """Witnesses run together first (per architecture; all of them with `expect_guarded`).
+    Where that run is too coarse - it cannot tie `head_dim_qk` to `head_dim_v`, which the MLA
+    filter needs for the (192, 256) witness - they run one by one: the verdict, and the
+    witness reported, are those of the first witness that reaches the backend."""
+    module = ast.parse(te2_example(head_dim=MLA + guard))
+    function = find_selectors(module)[0]
+    hazard = get_hazard("TEA002")
+    verdict = analyze_hazard(module, function, hazard, expect_guarded=expect_guarded)
+    assert verdict.reachable is reachable
+    first = next(w for w in hazard.witnesses() if w.compute_capability == (12, 0))
+    assert verdict.witness == (first if reachable else None)

@@ -112,7 +112,7 @@ def test_slicing_changes_no_verdict(version, release) -> None:
         if flag is None:
             continue
         for witness in hazard.witnesses():
-            facts = witness_facts(hazard, prepared.dialect, witness)
+            facts = witness_facts(hazard, prepared.dialect, [witness])
             results = []
             for relevant in (None, prepared.slice(frozenset((flag,)))):
                 states = Interpreter(prepared.program, facts, relevant=relevant).run()

@@ -63,7 +63,9 @@ def test_json_report(selector: Path, capsys) -> None:
         ("TEA002", "missing"),
     ]
     lines = BEFORE.splitlines()
-    assert "use_flash_attention_4 = use_flash_attention and" in lines[report["hazards"][0]["line"] - 1]
+    assert (
+        "use_flash_attention_4 = use_flash_attention and" in lines[report["hazards"][0]["line"] - 1]
+    )
     assert "device_compute_capability not in" in lines[report["hazards"][1]["line"] - 1]
     assert main([str(selector), "--json"]) == 0
     (report,) = json.loads(capsys.readouterr().out)

@@ -16,6 +16,9 @@ guards exist to be broken - with the operators of `mutants.py`, and asserts for 
     fixed, or the analyzer, given the values the grid's calls hold fixed, agrees that it is not
     reachable. An analyzer that says guarded where the harness selects the backend is never
     excused;
+The analyzer must also reach the same verdict whichever way it groups the witnesses: all of
+them in one run first (`expect_guarded`, the codemod's self-check) or per architecture.
+
 (b) the codemod either refuses (`PlanError`, the CLI's exit 2) or yields a selector in which the
     harness finds no reachable hazard and no control failing that did not fail in the mutant.
 
@@ -193,11 +196,15 @@ def check(name: str, mutations: list[Mutation]) -> Mutant:
     where = f"{name} {list(mutant.descriptions)}"
     selector, reports = _verify(source, mutant.text)
     TALLY["mutants"] += 1
+    parsed = ast.parse(mutant.text)
+    function = find_selectors(parsed)[0]
     for verdict in analyze_source(mutant.text):
+        hazard = next(h for h in HAZARDS if h.id == verdict.hazard_id)
+        together = analyze_hazard(parsed, function, hazard, expect_guarded=True)
+        assert together == verdict, f"{where}: {hazard.id} depends on how witnesses are grouped"
         report = reports[verdict.hazard_id]
         if verdict.reachable == report.reachable:
             continue
-        hazard = next(h for h in HAZARDS if h.id == verdict.hazard_id)
         excuse = grid_limited(mutant, selector, hazard) if verdict.reachable else None
         assert excuse is not None, (
             f"{where}: {hazard.id} analyzer reachable={verdict.reachable}, harness"

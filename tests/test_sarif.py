@@ -38,7 +38,9 @@ def validator() -> jsonschema.Draft4Validator:
 
 
 def run(*command: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", *command], cwd=REPO, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", *command], cwd=REPO, capture_output=True, text=True
+    )
 
 
 def results(log: dict) -> list[tuple[str, int, str]]:
