@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from codemods.render import render_guard
-from lint_plugin.analysis import HazardVerdict, analyze_hazard
+from lint_plugin.analysis import HazardVerdict, Selector, analyze_hazard, selector
 from lint_plugin.anchors import find_anchor
-from lint_plugin.dialect import SELECTOR_FUNCTIONS, Dialect, find_selectors
+from lint_plugin.dialect import SELECTOR_FUNCTIONS, find_selectors
 from selector_patch.registry import Hazard
 
 NOT_APPLICABLE = "not-applicable"
@@ -75,7 +75,7 @@ def plan_insertions(
     except SyntaxError as error:
         raise PlanError(f"syntax error at line {error.lineno}: {error.msg}") from None
     function = selector_function(module, function_names)
-    dialect = Dialect(function, module)
+    prepared = selector(module, function)
     plan = Plan(module)
     for hazard in hazards:
         verdict = analyze_hazard(module, function, hazard, expect_guarded=expect_guarded)
@@ -86,7 +86,7 @@ def plan_insertions(
         else:
             plan.statuses[hazard.id] = INSERTED
             plan.missing[hazard.id] = verdict
-            plan.insertions.append(_insertion(hazard, function, dialect))
+            plan.insertions.append(_insertion(hazard, prepared))
     return plan
 
 
@@ -117,10 +117,11 @@ def _covered(hazard: Hazard, planned: Sequence[Hazard]) -> bool:
     )
 
 
-def _insertion(hazard: Hazard, function: ast.FunctionDef, dialect: Dialect) -> Insertion:
+def _insertion(hazard: Hazard, prepared: Selector) -> Insertion:
+    dialect = prepared.dialect
     if "logger" not in dialect.bound:
         raise PlanError(f"cannot insert {hazard.id}: the selector binds no `logger`")
-    anchor = find_anchor(function, dialect, hazard.section)
+    anchor = find_anchor(prepared, hazard.section)
     if anchor is None:
         raise PlanError(
             f"cannot place {hazard.id}: no {hazard.section} filter section found"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from lint_plugin.analysis import Selector
 from lint_plugin.dialect import COMPUTE_CAPABILITY_QUERY, Dialect
 from lint_plugin.program import Program, function_index, statements
 
@@ -33,12 +34,16 @@ class Anchor:
     position: str
 
 
-def find_anchor(function: ast.FunctionDef, dialect: Dialect, section: str) -> Anchor | None:
-    """Where a guard of `section` goes in `function`; None when no such place exists."""
+def find_anchor(prepared: Selector, section: str) -> Anchor | None:
+    """Where a guard of `section` goes in the selector; None when no such place exists.
+
+    `prepared` is the analysis's (`analysis.selector`): the facts about each statement that
+    the analysis computed are the ones looked at here.
+    """
     if section == "determinism":
-        return _determinism(function, dialect)
+        return _determinism(prepared.function, prepared.dialect, prepared.program)
     if section == "head_dim":
-        return _head_dim(function, dialect)
+        return _head_dim(prepared.function, prepared.dialect, prepared.program)
     raise ValueError(f"unknown section {section!r}; known: {', '.join(SECTIONS)}")
 
 
@@ -63,11 +68,10 @@ def derived_names(function: ast.FunctionDef, program: Program, seeds: set[str]) 
     return derived
 
 
-def _head_dim(function: ast.FunctionDef, dialect: Dialect) -> Anchor | None:
+def _head_dim(function: ast.FunctionDef, dialect: Dialect, program: Program) -> Anchor | None:
     flag = dialect.flag("FA2")
     if flag is None:
         return None
-    program = Program(function)
     head_dims = derived_names(function, program, set(dialect.head_dim_fields))
     capability = _capability_names(function, program)
     candidates = [
@@ -83,8 +87,7 @@ def _head_dim(function: ast.FunctionDef, dialect: Dialect) -> Anchor | None:
     return Anchor((allowlists or candidates)[-1], "after")
 
 
-def _determinism(function: ast.FunctionDef, dialect: Dialect) -> Anchor | None:
-    program = Program(function)
+def _determinism(function: ast.FunctionDef, dialect: Dialect, program: Program) -> Anchor | None:
     flags = set(dialect.roles().values())
     gates = set(dialect.backend_flags)
     for stmt in statements(function.body):

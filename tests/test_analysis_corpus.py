@@ -123,9 +123,10 @@ def test_slicing_changes_no_verdict(version, release) -> None:
 @pytest.mark.parametrize("version", CORPUS_RELEASES)
 def test_anchors(version, release) -> None:
     _, module, function = parsed(release(version).path)
-    dialect = selector(module, function).dialect
-    head_dim = find_anchor(function, dialect, "head_dim")
-    determinism = find_anchor(function, dialect, "determinism")
+    prepared = selector(module, function)
+    dialect = prepared.dialect
+    head_dim = find_anchor(prepared, "head_dim")
+    determinism = find_anchor(prepared, "determinism")
     assert head_dim.position == "after" and isinstance(head_dim.statement, ast.If)
     allowlist = ast.unparse(head_dim.statement.test)
     assert "device_compute_capability not in" in allowlist and "192" in allowlist
