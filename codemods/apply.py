@@ -106,8 +106,8 @@ class Outcome:
 
 def _transform(code: str, config: Config) -> tuple[str, Plan]:
     """Plan on `ast` first: a selector that needs no guard is never parsed by libcst, and the
-    analysis does not run while libcst's tree (hundreds of thousands of objects, each one more
-    for the garbage collector to walk) is alive."""
+    analysis does not run while libcst's tree is alive (some 54,000 objects on TE 2.20.2's
+    selector, each one more for the garbage collector to walk)."""
     plan = plan_insertions(code, config.hazards, config.selector_functions)
     if not plan.insertions:
         return code, plan
