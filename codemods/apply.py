@@ -28,7 +28,7 @@ from libcst.codemod import CodemodContext
 from codemods.command import InsertSelectorGuards
 from codemods.files import FileError, check_writable, locked, replace_atomically
 from codemods.plan import INSERTED, Plan, PlanError, plan_insertions
-from lint_plugin.dialect import SELECTOR_FUNCTIONS
+from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS
 from lint_plugin.rules import FIX_COMMAND, hazard_rule
 from lint_plugin.sarif import Result, sarif_log
 from selector_patch.config import Config, ConfigError, load_config, select_hazards

@@ -20,7 +20,7 @@ from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
 
 from codemods.align import AlignmentError, statement_nodes
 from codemods.plan import INSERTED, Insertion, Plan, PlanError, plan_insertions, self_check
-from lint_plugin.program import enclosing_statements
+from lint_plugin.engine.program import enclosing_statements
 from selector_patch.config import Config, load_config, select_hazards
 
 Body = Union[cst.Module, cst.IndentedBlock]

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from codemods.render import render_guard
-from lint_plugin.analysis import HazardVerdict, Selector, analyze_hazard, selector
-from lint_plugin.anchors import find_anchor
-from lint_plugin.dialect import SELECTOR_FUNCTIONS, find_selectors
+from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazard, selector
+from lint_plugin.engine.anchors import find_anchor
+from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS, find_selectors
 from selector_patch.registry import Hazard
 
 NOT_APPLICABLE = "not-applicable"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from lint_plugin.dialect import Dialect
+from lint_plugin.engine.dialect import Dialect
 from selector_patch.registry import Hazard
 
 LINE_LENGTH = 100

@@ -1,1 +1,2 @@
-"""Static analysis of TE's attention selector and the `TEA` flake8 plugin."""
+"""The `TEA` flake8 plugin and its rules (`plugin`, `rules`, `docs`, `sarif`) over the analysis
+engine (`engine`), and the miner (`mine`)."""

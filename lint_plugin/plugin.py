@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Sequence
 
-from lint_plugin.analysis import analyze_hazard
-from lint_plugin.coverage import analyze_coverage
-from lint_plugin.dialect import SELECTOR_FUNCTIONS, find_selectors
-from lint_plugin.interpreter import AnalysisBudgetExceeded
+from lint_plugin.engine.analysis import analyze_hazard
+from lint_plugin.engine.coverage import analyze_coverage
+from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS, find_selectors
+from lint_plugin.engine.interpreter import AnalysisBudgetExceeded
 from lint_plugin.rules import FIX_COMMAND, RULES, hazard_rule
 from selector_patch.config import Config, ConfigError, load_config
 from selector_patch.registry import Hazard

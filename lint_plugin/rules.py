@@ -437,7 +437,7 @@ RULES: dict[str, Rule] = {
             what="Reports a selector whose interpretation exceeds the statement budget.",
             why="The analysis runs on every commit; it gives up rather than stall flake8.",
             example="",
-            fix="Split the selector, or raise the budget in `lint_plugin.interpreter`.",
+            fix="Split the selector, or raise the budget in `lint_plugin.engine.interpreter`.",
         ),
     )
 }

@@ -14,14 +14,14 @@ import textwrap
 
 import pytest
 
-from lint_plugin import interpreter
-from lint_plugin.absint import UNKNOWN, choice_set, const, join, one_of, widen
-from lint_plugin.analysis import HazardVerdict, analyze_hazard, analyze_source, compute_capability
-from lint_plugin.dialect import find_selectors
-from lint_plugin.interpreter import AnalysisBudgetExceeded, Facts, Interpreter
-from lint_plugin.program import Program
+from lint_plugin.engine import interpreter
+from lint_plugin.engine.absint import UNKNOWN, choice_set, const, join, one_of, widen
+from lint_plugin.engine.analysis import HazardVerdict, analyze_hazard, analyze_source, compute_capability
+from lint_plugin.engine.dialect import find_selectors
+from lint_plugin.engine.interpreter import AnalysisBudgetExceeded, Facts, Interpreter
+from lint_plugin.engine.program import Program
 from lint_plugin.rules import te2_example
-from lint_plugin.slicing import Slice
+from lint_plugin.engine.slicing import Slice
 from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.scenario import Scenario
 

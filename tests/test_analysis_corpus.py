@@ -16,11 +16,11 @@ import sys
 import pytest
 from packaging.version import Version
 
-from lint_plugin.absint import join
-from lint_plugin.analysis import analyze_hazard, selector, witness_facts
-from lint_plugin.anchors import find_anchor
-from lint_plugin.dialect import find_selectors
-from lint_plugin.interpreter import Interpreter
+from lint_plugin.engine.absint import join
+from lint_plugin.engine.analysis import analyze_hazard, selector, witness_facts
+from lint_plugin.engine.anchors import find_anchor
+from lint_plugin.engine.dialect import find_selectors
+from lint_plugin.engine.interpreter import Interpreter
 from lint_plugin.plugin import TeaChecker
 from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.sources import CORPUS_RELEASES

@@ -15,8 +15,8 @@ import pytest
 from packaging.version import Version
 
 from codemods.apply import transform
-from lint_plugin.analysis import analyze_source, guarded_together
-from lint_plugin.dialect import find_selectors
+from lint_plugin.engine.analysis import analyze_source, guarded_together
+from lint_plugin.engine.dialect import find_selectors
 from selector_patch.harness import Unrepresentable, load_selector
 from selector_patch.registry import HAZARDS
 from selector_patch.sources import CORPUS_RELEASES

@@ -1,6 +1,6 @@
 """Differential fuzzing: the analyzer against the harness, and the codemod against both.
 
-The analyzer (static, `lint_plugin.analysis`) and the harness (TE's own selector run on a
+The analyzer (static, `lint_plugin.engine.analysis`) and the harness (TE's own selector run on a
 virtual device, `selector_patch.verify`) are two independent judges of one question: can a
 registry hazard's backend still be selected? Hypothesis mutates real selectors - TE 2.20.2 and
 2.14.1 (before FA4), each as released and after `codemods.apply.transform`, so that registry
@@ -47,11 +47,11 @@ from hypothesis import strategies as st
 
 from codemods.apply import transform
 from codemods.plan import PlanError
-from lint_plugin.absint import const
-from lint_plugin.analysis import analyze_hazard, analyze_source
-from lint_plugin.dialect import find_selectors
-from lint_plugin.interpreter import Facts
-from lint_plugin.program import function_index
+from lint_plugin.engine.absint import const
+from lint_plugin.engine.analysis import analyze_hazard, analyze_source
+from lint_plugin.engine.dialect import find_selectors
+from lint_plugin.engine.interpreter import Facts
+from lint_plugin.engine.program import function_index
 from mutants import OPERATORS, Mutant, Mutation, mutate
 from selector_patch.harness import LoadedSelector, Unrepresentable, load_selector
 from selector_patch.harness.params import attention_params_kwargs

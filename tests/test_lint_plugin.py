@@ -12,7 +12,7 @@ import typing
 import pytest
 
 from lint_plugin import plugin
-from lint_plugin.interpreter import AnalysisBudgetExceeded
+from lint_plugin.engine.interpreter import AnalysisBudgetExceeded
 from lint_plugin.plugin import TeaChecker
 from lint_plugin.rules import FA4_INVALID
 

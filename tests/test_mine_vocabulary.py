@@ -14,11 +14,11 @@ import textwrap
 
 import pytest
 
-from lint_plugin.absint import const, join
-from lint_plugin.coverage import plain_call_facts
-from lint_plugin.dialect import Dialect, find_selectors
-from lint_plugin.interpreter import Facts, Interpreter
-from lint_plugin.program import Program
+from lint_plugin.engine.absint import const, join
+from lint_plugin.engine.coverage import plain_call_facts
+from lint_plugin.engine.dialect import Dialect, find_selectors
+from lint_plugin.engine.interpreter import Facts, Interpreter
+from lint_plugin.engine.program import Program
 from selector_patch.harness import Unrepresentable
 from selector_patch.registry import Evidence, Hazard
 from selector_patch.scenario import Condition, Scenario

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from lint_plugin.program import dotted_name
+from lint_plugin.engine.program import dotted_name
 
 Arch = tuple[int, int]
 

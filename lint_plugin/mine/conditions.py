@@ -3,7 +3,7 @@
 A refusal's path is a list of branch tests. Whether it fires on (12, 0) with `deterministic`
 True is a question about those tests with the arch names and the feature's variables bound
 and every other name unknown: exactly what the selector analysis asks of TE's filters. So the
-tests are evaluated by `lint_plugin.interpreter` on the kernel function's own `Program`; the
+tests are evaluated by `lint_plugin.engine.interpreter` on the kernel function's own `Program`; the
 interpreter's unknowns and short-circuit rules are the ones the analyzer trusts.
 
 CuTe DSL wraps compile-time tests as `const_expr(...)` (`cutlass.const_expr`), which returns
@@ -16,10 +16,10 @@ import ast
 import copy
 from typing import Any, Mapping
 
-from lint_plugin.absint import State, const
-from lint_plugin.interpreter import Facts, Interpreter
+from lint_plugin.engine.absint import State, const
+from lint_plugin.engine.interpreter import Facts, Interpreter
 from lint_plugin.mine.arch import ARCH_NAMES, Arch, arch_value
-from lint_plugin.program import Program, dotted_name
+from lint_plugin.engine.program import Program, dotted_name
 
 #: CuTe DSL's identity marker for compile-time conditions.
 CONST_EXPR = "const_expr"

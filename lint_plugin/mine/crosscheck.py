@@ -1,7 +1,7 @@
 """Can TE's selector still pick FA4 where the kernel refuses? Two judges answer; they must agree.
 
 Every mapped case becomes a candidate hazard, and both of this project's judges decide it:
-the analyzer (`lint_plugin.analysis.analyze_hazard`: abstract interpretation of the selector's
+the analyzer (`lint_plugin.engine.analysis.analyze_hazard`: abstract interpretation of the selector's
 AST, GUARDED only if FA4 is off at every return whatever else holds) and the harness
 (`selector_patch.verify.verify_hazard`: TE's own selector run on the virtual device for the
 candidate's witnesses). Both reachable: UNGUARDED, with the harness's witness; neither:
@@ -15,8 +15,8 @@ import ast
 from dataclasses import dataclass
 from typing import Sequence
 
-from lint_plugin.analysis import analyze_hazard
-from lint_plugin.dialect import SELECTOR_FUNCTIONS, find_selectors
+from lint_plugin.engine.analysis import analyze_hazard
+from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS, find_selectors
 from lint_plugin.mine.candidates import candidate, matches, same_hazard
 from lint_plugin.mine.cases import Case, cases
 from lint_plugin.mine.extract import refusals

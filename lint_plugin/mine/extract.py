@@ -34,7 +34,7 @@ from typing import Any, Iterator, Mapping
 
 from lint_plugin.mine.arch import ARCHITECTURES, Arch, forwarded_parameters
 from lint_plugin.mine.conditions import Scope, plain
-from lint_plugin.program import blocks, heads
+from lint_plugin.engine.program import blocks, heads
 
 #: Function, class or module names that mark backward code (`_flash_attn_bwd`, `backward`,
 #: `FlashAttentionBackwardSm120`, `flash_bwd_postprocess.py`).

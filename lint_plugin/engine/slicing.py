@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 
-from lint_plugin.program import DEFINITIONS, Program, heads
+from lint_plugin.engine.program import DEFINITIONS, Program, heads
 
 #: Statements that run whenever their enclosing block runs.
 JUMPS = (ast.Raise, ast.Assert, ast.Break, ast.Continue)

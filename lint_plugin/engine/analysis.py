@@ -24,14 +24,14 @@ import itertools
 from dataclasses import dataclass
 from typing import Sequence
 
-from lint_plugin.absint import TRUE, State, Value, join, one_of, unknown, with_truth
-from lint_plugin.dialect import (
+from lint_plugin.engine.absint import TRUE, State, Value, join, one_of, unknown, with_truth
+from lint_plugin.engine.dialect import (
     COMPUTE_CAPABILITY_QUERY,
     SELECTOR_FUNCTIONS,
     Dialect,
     find_selectors,
 )
-from lint_plugin.dispatch import (
+from lint_plugin.engine.dispatch import (
     FLASH_ROLES,
     ReturnShape,
     package_facts,
@@ -40,9 +40,9 @@ from lint_plugin.dispatch import (
     return_shape,
     selecting_states,
 )
-from lint_plugin.interpreter import Facts, Interpreter, Observer
-from lint_plugin.program import Program
-from lint_plugin.slicing import Slice
+from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
+from lint_plugin.engine.program import Program
+from lint_plugin.engine.slicing import Slice
 from selector_patch.registry import HAZARDS, Hazard
 from selector_patch.scenario import Scenario
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from lint_plugin.analysis import Selector
-from lint_plugin.dialect import COMPUTE_CAPABILITY_QUERY, Dialect
-from lint_plugin.program import Program, function_index, statements
+from lint_plugin.engine.analysis import Selector
+from lint_plugin.engine.dialect import COMPUTE_CAPABILITY_QUERY, Dialect
+from lint_plugin.engine.program import Program, function_index, statements
 
 SECTIONS = ("determinism", "head_dim")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from lint_plugin.program import function_index, selector_parameter
+from lint_plugin.engine.program import function_index, selector_parameter
 from selector_patch.config import DEFAULT_SELECTOR_FUNCTIONS
 from selector_patch.roles import ROLES
 from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Condition, Scenario

@@ -30,10 +30,10 @@ import itertools
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
-from lint_plugin.absint import TRUE, State, Value, const, join_states, with_truth
-from lint_plugin.dialect import Dialect
-from lint_plugin.interpreter import Facts
-from lint_plugin.program import Program, is_falsy_constant, statements
+from lint_plugin.engine.absint import TRUE, State, Value, const, join_states, with_truth
+from lint_plugin.engine.dialect import Dialect
+from lint_plugin.engine.interpreter import Facts
+from lint_plugin.engine.program import Program, is_falsy_constant, statements
 from selector_patch.roles import FLASH_FALLBACK, ROLES
 
 #: Roles TE tells apart by the returned flash version.

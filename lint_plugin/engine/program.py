@@ -15,7 +15,7 @@ import operator
 from dataclasses import dataclass
 from typing import Iterator
 
-from lint_plugin.absint import EMPTY
+from lint_plugin.engine.absint import EMPTY
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 #: Sort key that puts nodes in source order.

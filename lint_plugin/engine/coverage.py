@@ -23,11 +23,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from lint_plugin.absint import Site, const
-from lint_plugin.analysis import COMPUTE_CAPABILITY, compute_capability, selector
-from lint_plugin.dialect import Dialect
-from lint_plugin.interpreter import Facts, Interpreter
-from lint_plugin.program import function_index, is_falsy_constant
+from lint_plugin.engine.absint import Site, const
+from lint_plugin.engine.analysis import COMPUTE_CAPABILITY, compute_capability, selector
+from lint_plugin.engine.dialect import Dialect
+from lint_plugin.engine.interpreter import Facts, Interpreter
+from lint_plugin.engine.program import function_index, is_falsy_constant
 from selector_patch.roles import ROLES
 
 

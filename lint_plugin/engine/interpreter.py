@@ -23,7 +23,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from lint_plugin.absint import (
+from lint_plugin.engine.absint import (
     EMPTY,
     FRESH,
     FRESH_SITE,
@@ -45,8 +45,8 @@ from lint_plugin.absint import (
     with_deps,
     with_truth,
 )
-from lint_plugin.program import Program, dotted_name, root_names, target_names
-from lint_plugin.slicing import Slice
+from lint_plugin.engine.program import Program, dotted_name, root_names, target_names
+from lint_plugin.engine.slicing import Slice
 
 #: Statements one run may execute before it gives up (loops are widened long before this).
 STATEMENT_BUDGET = 200_000
