@@ -2,8 +2,11 @@
 
 For each hazard the analyzer says whether the selector has the backend at all (else
 "not-applicable"), whether every witness already ends with the backend off (else the guard is
-missing), and where TE's own code puts such a filter (the anchor). The plan is plain data so the
-libcst command, `--check`, `--json` and the self-check all read the same decision.
+missing), and where TE's own code puts such a filter (the anchor). A guard that asks whether a
+backward will run, in a selector that cannot tell, first needs the backward signal
+(`lint_plugin.engine.anchors.backward_signal`): its statements are planned with the guards. The
+plan is plain data so the libcst command, `--check`, `--json` and the self-check all read the
+same decision.
 """
 
 from __future__ import annotations
@@ -12,9 +15,14 @@ import ast
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from codemods.render import render_guard
+from codemods.render import (
+    RenderError,
+    backward_field_source,
+    backward_read_source,
+    render_guard,
+)
 from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazard, selector
-from lint_plugin.engine.anchors import find_anchor
+from lint_plugin.engine.anchors import BackwardSignal, backward_signal, find_anchor
 from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS, find_selectors
 from selector_patch.registry import Hazard
 
@@ -29,12 +37,13 @@ class PlanError(Exception):
 
 @dataclass(frozen=True)
 class Insertion:
-    hazard: Hazard
-    #: The statement the guard goes next to, in `Plan.module`.
+    #: The hazard whose guard this is; None for a statement of the backward signal.
+    hazard: Hazard | None
+    #: The statement the new one goes next to, in `Plan.module`.
     anchor: ast.stmt
     #: "before" or "after" the anchor.
     position: str
-    #: The guard, indented like the anchor.
+    #: The new statement, indented like the anchor.
     source: str
 
 
@@ -87,6 +96,13 @@ def plan_insertions(
             plan.statuses[hazard.id] = INSERTED
             plan.missing[hazard.id] = verdict
             plan.insertions.append(_insertion(hazard, prepared))
+    asks_backward = [
+        insertion.hazard.id
+        for insertion in plan.insertions
+        if any(condition.input == "backward" for condition in insertion.hazard.triggers)
+    ]
+    if asks_backward and not prepared.dialect.sees_backward:
+        plan.insertions[:0] = _backward_signal(prepared, asks_backward)
     return plan
 
 
@@ -121,13 +137,31 @@ def _insertion(hazard: Hazard, prepared: Selector) -> Insertion:
     dialect = prepared.dialect
     if "logger" not in dialect.bound:
         raise PlanError(f"cannot insert {hazard.id}: the selector binds no `logger`")
-    anchor = find_anchor(prepared, hazard.section)
+    anchor = find_anchor(prepared, hazard.section, hazard.backend)
     if anchor is None:
         raise PlanError(
             f"cannot place {hazard.id}: no {hazard.section} filter section found"
             " (refactored selector?)"
         )
     indent = " " * anchor.statement.col_offset
-    return Insertion(
-        hazard, anchor.statement, anchor.position, render_guard(hazard, dialect, indent)
-    )
+    try:
+        source = render_guard(hazard, dialect, indent)
+    except RenderError as error:
+        raise PlanError(f"cannot insert {error}") from None
+    return Insertion(hazard, anchor.statement, anchor.position, source)
+
+
+def _backward_signal(prepared: Selector, asking: list[str]) -> list[Insertion]:
+    """The statements that let the selector tell a backward from a forward."""
+    places = backward_signal(prepared)
+    if not isinstance(places, BackwardSignal):
+        raise PlanError(f"cannot insert {', '.join(asking)}, which ask for a backward: {places}")
+    field = backward_field_source(places.field_function, " " * places.last_field.col_offset)
+    read = backward_read_source(prepared.program.parameter, " " * places.training_read.col_offset)
+    insertions = [
+        Insertion(None, places.last_field, "after", field),
+        Insertion(None, places.training_read, "after", read),
+    ]
+    if places.import_after is not None:
+        insertions.insert(0, Insertion(None, places.import_after, "after", "import dataclasses\n"))
+    return insertions

@@ -120,15 +120,18 @@ class Facts:
 
     `params` holds `AttentionParams` fields (an absent field reads as an unknown value that
     depends on that field), `calls` the results of hardware / library queries by callee name,
-    `names` module globals and class attributes by dotted name. Names in `opaque` (backend
-    flags, for the coverage rules) are tracked for provenance but their truthiness is never
-    trusted when read; a read of one depends on its name.
+    `names` module globals and class attributes by dotted name (the module's own constants
+    among them). Names in `opaque` (backend flags, for the coverage rules) are tracked for
+    provenance but their truthiness is never trusted when read; a read of one depends on its
+    name.
     """
 
     params: Mapping[str, Value] = field(default_factory=dict)
     calls: Mapping[str, Value] = field(default_factory=dict)
     names: Mapping[str, Value] = field(default_factory=dict)
     opaque: frozenset[str] = EMPTY
+    #: Pure functions the module imports (packaging's `Version`), folded like `PURE_BUILTINS`.
+    functions: Mapping[str, Callable] = field(default_factory=dict)
 
 
 class Observer:
@@ -684,7 +687,7 @@ class Interpreter:
             return fact
         if (
             isinstance(func, ast.Name)
-            and func.id in PURE_BUILTINS
+            and (func.id in PURE_BUILTINS or func.id in self.facts.functions)
             and func.id not in state.vars
             and not node.keywords
         ):
@@ -707,7 +710,7 @@ class Interpreter:
             return unknown(deps) if truth is None else const(truth, deps)
         if starred:
             return unknown(deps)
-        return apply(PURE_BUILTINS[name], arguments, deps)
+        return apply(self.facts.functions.get(name) or PURE_BUILTINS[name], arguments, deps)
 
     def _inline(self, function: ast.FunctionDef, call: ast.Call, state: State) -> Value:
         """Run a local helper on the caller's state: closures read it, `nonlocal` writes land."""

@@ -3,9 +3,9 @@
 `load_selector` executes the real selector module from source (or from replacement `text`, as the
 codemod and fuzzers need) under a private module name with a private import table (see
 `imports`). `LoadedSelector.select` pins the scenario's machine, cuDNN answer and `NVTE_*`
-variables, builds `AttentionParams` as `DotProductAttention` does and calls TE's own
-`get_attention_backend`, looked up on the module at call time so a wrapper installed there (the
-runtime patch) is what runs.
+variables, and, in the scenario's autograd state, builds `AttentionParams` as
+`DotProductAttention` does and calls TE's own `get_attention_backend`, looked up on the module
+at call time so a wrapper installed there (the runtime patch) is what runs.
 
 TE 2.2+ is imported once; its installed packages are pinned per call through
 `FlashAttentionUtils`. TE 1.x - 2.1 decide which flash-attn is usable at import, from package
@@ -15,9 +15,13 @@ metadata and the device, so they are imported once per machine, each import seei
 from __future__ import annotations
 
 import ast
+import contextlib
 import threading
 import types
 from pathlib import Path
+from typing import Iterator
+
+import torch
 
 from selector_patch import scoped_env
 from selector_patch.harness.device import Machine, MetadataView, TorchView, VirtualDevice
@@ -105,19 +109,33 @@ class LoadedSelector:
 
     def select(self, scenario: Scenario) -> Selection:
         """Run TE's selector for `scenario`; raises `Unrepresentable` if the release cannot."""
-        member_name(scenario.fused_backend)  # reject a misspelt answer before running
-        with self._lock, scoped_env.overridden(dict(scenario.env), hide_prefix=ENV_PREFIX):
-            machine = Machine.of(scenario)
-            imported = self._import_on(machine) if self._per_machine else self._default
-            module = imported.module
+        with self.pinned(scenario) as module:
             kwargs = attention_params_kwargs(
                 scenario, self.params_fields, module.__dict__.get("check_set_window_size")
             )
+            result = module.__dict__[SELECTOR](module.__dict__[PARAMS](**kwargs))
+            return interpret(result, module.__dict__, scenario, self._sink.take())
+
+    @contextlib.contextmanager
+    def pinned(self, scenario: Scenario) -> Iterator[types.ModuleType]:
+        """The selector's module as it runs on the scenario's device, with its `NVTE_*`
+        variables, installed packages and autograd state, for TE code that selects through it.
+
+        A backward will run iff autograd records the call: that is how a caller says it, while
+        `DotProductAttention` builds the params and selects.
+        """
+        member_name(scenario.fused_backend)  # reject a misspelt answer before running
+        with (
+            self._lock,
+            scoped_env.overridden(dict(scenario.env), hide_prefix=ENV_PREFIX),
+            torch.set_grad_enabled(scenario.backward),
+        ):
+            machine = Machine.of(scenario)
+            imported = self._import_on(machine) if self._per_machine else self._default
             self._device.pin(machine, scenario.fused_backend)
             imported.state.reset(machine.flash_attn)
             self._sink.take()
-            result = module.__dict__[SELECTOR](module.__dict__[PARAMS](**kwargs))
-            return interpret(result, module.__dict__, scenario, self._sink.take())
+            yield imported.module
 
     def _import_on(self, machine: Machine) -> _Import:
         """The module as imported on `machine`, executing it on first use."""
