@@ -18,11 +18,13 @@ from typing import Sequence
 from codemods.render import (
     RenderError,
     backward_field_source,
+    backward_query_source,
     backward_read_source,
     render_guard,
 )
 from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazard, selector
 from lint_plugin.engine.anchors import BackwardSignal, backward_signal, find_anchor
+from lint_plugin.engine.delegation import delegates
 from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS, find_selectors
 from selector_patch.registry import Hazard
 
@@ -39,6 +41,8 @@ class PlanError(Exception):
 class Insertion:
     #: The hazard whose guard this is; None for a statement of the backward signal.
     hazard: Hazard | None
+    #: The function whose filters it joins (a dispatcher's target, `delegation`).
+    function: ast.FunctionDef
     #: The statement the new one goes next to, in `Plan.module`.
     anchor: ast.stmt
     #: "before" or "after" the anchor.
@@ -84,25 +88,30 @@ def plan_insertions(
     except SyntaxError as error:
         raise PlanError(f"syntax error at line {error.lineno}: {error.msg}") from None
     function = selector_function(module, function_names)
-    prepared = selector(module, function)
     plan = Plan(module)
-    for hazard in hazards:
-        verdict = analyze_hazard(module, function, hazard, expect_guarded=expect_guarded)
-        if not verdict.applicable:
-            plan.statuses[hazard.id] = NOT_APPLICABLE
-        elif not verdict.reachable or _covered(hazard, [i.hazard for i in plan.insertions]):
-            plan.statuses[hazard.id] = ALREADY_GUARDED
-        else:
-            plan.statuses[hazard.id] = INSERTED
-            plan.missing[hazard.id] = verdict
-            plan.insertions.append(_insertion(hazard, prepared))
-    asks_backward = [
-        insertion.hazard.id
-        for insertion in plan.insertions
-        if any(condition.input == "backward" for condition in insertion.hazard.triggers)
-    ]
-    if asks_backward and not prepared.dialect.sees_backward:
-        plan.insertions[:0] = _backward_signal(prepared, asks_backward)
+    # A dispatcher's guards go into the functions that hold its filters (`delegation`).
+    for target in delegates(module, function):
+        prepared = selector(module, target)
+        for hazard in hazards:
+            verdict = analyze_hazard(module, target, hazard, expect_guarded=expect_guarded)
+            planned = [i.hazard for i in plan.insertions if i.function is target]
+            if not verdict.applicable:
+                plan.statuses.setdefault(hazard.id, NOT_APPLICABLE)
+            elif not verdict.reachable or _covered(hazard, planned):
+                if plan.statuses.get(hazard.id) != INSERTED:
+                    plan.statuses[hazard.id] = ALREADY_GUARDED
+            else:
+                plan.statuses[hazard.id] = INSERTED
+                plan.missing.setdefault(hazard.id, verdict)
+                plan.insertions.append(_insertion(hazard, prepared))
+        asking = [
+            insertion.hazard.id
+            for insertion in plan.insertions
+            if insertion.function is target
+            and any(condition.input == "backward" for condition in insertion.hazard.triggers)
+        ]
+        if asking and not prepared.dialect.sees_backward:
+            plan.insertions[:0] = _backward_signal(prepared, asking, plan)
     return plan
 
 
@@ -148,20 +157,27 @@ def _insertion(hazard: Hazard, prepared: Selector) -> Insertion:
         source = render_guard(hazard, dialect, indent)
     except RenderError as error:
         raise PlanError(f"cannot insert {error}") from None
-    return Insertion(hazard, anchor.statement, anchor.position, source)
+    return Insertion(hazard, prepared.function, anchor.statement, anchor.position, source)
 
 
-def _backward_signal(prepared: Selector, asking: list[str]) -> list[Insertion]:
+def _backward_signal(prepared: Selector, asking: list[str], plan: Plan) -> list[Insertion]:
     """The statements that let the selector tell a backward from a forward."""
     places = backward_signal(prepared)
+    target = prepared.function
     if not isinstance(places, BackwardSignal):
         raise PlanError(f"cannot insert {', '.join(asking)}, which ask for a backward: {places}")
+    local = places.local
+    indent = " " * local.statement.col_offset
+    if places.last_field is None:
+        query = backward_query_source(indent)
+        return [Insertion(None, target, local.statement, local.position, query)]
+    read = backward_read_source(prepared.program.parameter, indent)
+    insertions = [Insertion(None, target, local.statement, local.position, read)]
+    if any(planned.anchor is places.last_field for planned in plan.insertions):
+        return insertions  # the field (and its import) another function of a dispatcher asked for
     field = backward_field_source(places.field_function, " " * places.last_field.col_offset)
-    read = backward_read_source(prepared.program.parameter, " " * places.training_read.col_offset)
-    insertions = [
-        Insertion(None, places.last_field, "after", field),
-        Insertion(None, places.training_read, "after", read),
-    ]
+    insertions.insert(0, Insertion(None, target, places.last_field, "after", field))
     if places.import_after is not None:
-        insertions.insert(0, Insertion(None, places.import_after, "after", "import dataclasses\n"))
+        importing = Insertion(None, target, places.import_after, "after", "import dataclasses\n")
+        insertions.insert(0, importing)
     return insertions

@@ -8,8 +8,9 @@ the guard keeps the backend where the release accepts the call. The text is laid
 black (line length 100, TE's setting) would lay it out, so that a selector that passed `black
 --check` still does after the codemod.
 
-The backward signal (`lint_plugin.engine.anchors.backward_signal`) is three one-line
-statements: the `requires_backward` field, its read in the selector, and the import they need.
+The backward signal (`lint_plugin.engine.anchors.backward_signal`) is the `requires_backward`
+field, its read in the selector and the import they need; or, for a selector that takes keyword
+inputs, one local asking autograd.
 """
 
 from __future__ import annotations
@@ -53,7 +54,13 @@ def version_source(hazard: Hazard, dialect: Dialect) -> str | None:
 def guard_operands(hazard: Hazard, dialect: Dialect) -> list[str]:
     """The `and`-ed operands of the guard's test, flag first, duplicates dropped."""
     operands = [dialect.flag(hazard.backend)]
-    operands += [dialect.condition_source(condition) for condition in hazard.triggers]
+    # A condition on an input the selector does not take (TE before 1.9 has no `is_training`)
+    # is left out: the guard then also fires without it, which is safe.
+    operands += [
+        dialect.condition_source(condition)
+        for condition in hazard.triggers
+        if dialect.sees(condition.input)
+    ]
     operands.append(version_source(hazard, dialect))
     operands.append(architecture_source(hazard.architectures))
     return list(dict.fromkeys(operand for operand in operands if operand is not None))
@@ -116,6 +123,11 @@ def backward_field_source(field_function: str, indent: str = INDENT) -> str:
         f" field,\n{indent}# so the backend cache never reuses a forward-only selection for it.\n"
         f"{indent}{BACKWARD_FIELD}: bool = {field_function}(default_factory=torch.is_grad_enabled)\n"
     )
+
+
+def backward_query_source(indent: str = INDENT) -> str:
+    """For a selector that takes keyword inputs: autograd's state, asked as it selects."""
+    return f"{indent}{BACKWARD_FIELD} = torch.is_grad_enabled()\n"
 
 
 def backward_read_source(parameter: str, indent: str = INDENT) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import functools
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -22,11 +23,11 @@ from lint_plugin.engine.analysis import (
     analyze_source,
     compute_capability,
 )
-from lint_plugin.engine.dialect import find_selectors
+from lint_plugin.engine.dialect import Dialect, find_selectors
 from lint_plugin.engine.interpreter import AnalysisBudgetExceeded, Facts, Interpreter
 from lint_plugin.engine.program import Program
-from lint_plugin.rules import te2_example
 from lint_plugin.engine.slicing import Slice
+from lint_plugin.rules import te2_example
 from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.scenario import Scenario
 
@@ -574,3 +575,31 @@ def test_witnesses_run_together_where_that_decides(guard, reachable, expect_guar
     assert verdict.reachable is reachable
     first = next(w for w in hazard.witnesses() if w.compute_capability == (12, 0))
     assert verdict.witness == (first if reachable else None)
+
+
+KEYWORD_INPUTS = (
+    Path(__file__).parent / "codemod_pairs" / "te18_keyword_inputs.before.py"
+).read_text()
+
+
+def test_keyword_inputs_are_bound_from_the_parameters() -> None:
+    """TE before 1.9 takes its inputs as keyword parameters: the analysis binds them by name,
+    so an allowlist of sm80/sm90 alone (as TE had it) excludes every 99 KB GPU."""
+    sm80_sm90 = KEYWORD_INPUTS.replace("((8, 0), (9, 0), (12, 0))", "((8, 0), (9, 0))")
+    (verdict,) = analyze_source(sm80_sm90, hazards=[get_hazard("TEA002")])
+    assert verdict.applicable and not verdict.reachable
+    (verdict,) = analyze_source(KEYWORD_INPUTS, hazards=[get_hazard("TEA002")])
+    assert verdict.reachable and "head_dim=256, attention_dropout=0.1" in verdict.detail
+    assert verdict.line == 40  # the allowlist that lets sm120 through
+
+
+def test_keyword_inputs_have_their_parameter_defaults() -> None:
+    module = ast.parse(KEYWORD_INPUTS)
+    dialect = Dialect(find_selectors(module)[0], module)
+    assert dialect.param_defaults == {
+        "head_dim": 64,
+        "attention_dropout": 0.0,
+        "deterministic": False,
+    }
+    assert dialect.params_class is None and dialect.head_dim_fields == ("head_dim",)
+    assert not dialect.sees("training") and dialect.sees("backward")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from lint_plugin.engine.absint import TRUE, State, Value, join, one_of, unknown, with_truth
+from lint_plugin.engine.delegation import delegates
 from lint_plugin.engine.dialect import (
     BACKWARD_FIELD,
     COMPUTE_CAPABILITY_QUERY,
@@ -224,7 +225,27 @@ def analyze_hazard(
     *,
     expect_guarded: bool = False,
 ) -> HazardVerdict:
-    """The verdict on one hazard in one selector function.
+    """The verdict on one hazard in one selector function, judged in the functions that hold
+    its filters (`delegation`): reachable in one of them is reachable.
+    """
+    verdicts = [
+        _analyze_function(module, target, hazard, given, expect_guarded=expect_guarded)
+        for target in delegates(module, function)
+    ]
+    reachable = [verdict for verdict in verdicts if verdict.reachable]
+    applicable = [verdict for verdict in verdicts if verdict.applicable]
+    return (reachable or applicable or verdicts)[0]
+
+
+def _analyze_function(
+    module: ast.Module,
+    function: ast.FunctionDef,
+    hazard: Hazard,
+    given: Facts = NOTHING,
+    *,
+    expect_guarded: bool = False,
+) -> HazardVerdict:
+    """The verdict on one hazard in one function that holds filters.
 
     `given` adds facts to every witness run (the other fields of a concrete call, say): the
     verdict then holds for the environments they describe only. By default everything but the
@@ -291,6 +312,9 @@ def guarded_together(
     covers each witness's own run: True proves them all guarded. False proves nothing; what
     ties one input to another within a witness (head dims equal or not, say) is lost.
     """
+    targets = delegates(module, function)
+    if targets != (function,):
+        return all(guarded_together(module, t, hazard, witnesses, given) for t in targets)
     prepared = selector(module, function)
     flag = prepared.dialect.flag(hazard.backend)
     if flag is None:

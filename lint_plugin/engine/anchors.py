@@ -90,24 +90,35 @@ def _num_splits(
 
 @dataclass(frozen=True)
 class BackwardSignal:
-    """Where the statements that let a selector see a backward go (None: already there)."""
+    """Where the statements that let a selector see a backward go.
 
-    #: After this module statement goes `import dataclasses`; None when no import is needed.
-    import_after: ast.stmt | None
+    A selector that takes `AttentionParams` gets the field (so TE's backend cache, which
+    compares the params, tells the calls apart) and reads it; one that takes keyword inputs
+    (TE before 1.9) has no dataclass to hold it and asks autograd itself, first thing.
+    """
+
+    #: The selector's local: after its read of `is_training`, or before its first statement.
+    local: Anchor
+    #: The last field of `AttentionParams`, the new field after it (None: keyword inputs).
+    last_field: ast.stmt | None = None
     #: How the module calls `dataclasses.field`.
-    field_function: str
-    #: The last field of `AttentionParams`: the new field goes after it.
-    last_field: ast.stmt
-    #: The selector's read of `is_training`: the new local goes after it.
-    training_read: ast.stmt
+    field_function: str = "dataclasses.field"
+    #: After this module statement goes `import dataclasses`; None when no import is needed.
+    import_after: ast.stmt | None = None
 
 
 def backward_signal(prepared: Selector) -> BackwardSignal | str:
     """The places of the backward signal, or why there are none (a one-line reason)."""
     dialect, function = prepared.dialect, prepared.function
     params_class = dialect.params_class
+    if "torch" not in dialect.module_imports:
+        return "the module does not import torch, whose autograd state the signal reads"
     if params_class is None:
-        return "the selector takes no AttentionParams dataclass to carry `requires_backward`"
+        if not prepared.program.inputs:
+            return "the selector takes no AttentionParams dataclass to carry `requires_backward`"
+        body = function.body
+        first = body[1] if _has_docstring(function) and len(body) > 1 else body[0]
+        return BackwardSignal(Anchor(first, "before"))
     fields = [
         stmt
         for stmt in params_class.body
@@ -124,17 +135,21 @@ def backward_signal(prepared: Selector) -> BackwardSignal | str:
     ]
     if not fields or not reads:
         return "found no `AttentionParams` field or `is_training` read to place it beside"
-    if "torch" not in dialect.module_imports:
-        return "the module does not import torch, whose autograd state the signal reads"
+    local = Anchor(reads[0], "after")
     imports = _dataclasses_imports(dialect.module)
     if "field" in imports:
-        return BackwardSignal(None, imports["field"], fields[-1], reads[0])
+        return BackwardSignal(local, fields[-1], imports["field"])
     if "" in imports:
-        return BackwardSignal(None, f"{imports['']}.field", fields[-1], reads[0])
+        return BackwardSignal(local, fields[-1], f"{imports['']}.field")
     after = imports.get("*") or _last_import(dialect.module, params_class)
     if after is None:
         return "the module imports nothing before `AttentionParams` to place an import beside"
-    return BackwardSignal(after, "dataclasses.field", fields[-1], reads[0])
+    return BackwardSignal(local, fields[-1], import_after=after)
+
+
+def _has_docstring(function: ast.FunctionDef) -> bool:
+    first = function.body[0]
+    return isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
 
 
 def _dataclasses_imports(module: ast.Module) -> dict[str, object]:

@@ -17,6 +17,7 @@ tell a backward from a forward at all.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import json
 from dataclasses import dataclass
@@ -26,7 +27,12 @@ from typing import Any
 from packaging.version import Version, parse
 
 from lint_plugin.engine.absint import Value, const
-from lint_plugin.engine.program import descendants, function_index, selector_parameter
+from lint_plugin.engine.program import (
+    descendants,
+    function_index,
+    selector_inputs,
+    selector_parameter,
+)
 from selector_patch.config import DEFAULT_SELECTOR_FUNCTIONS
 from selector_patch.roles import ROLES
 from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Condition, Scenario
@@ -172,9 +178,18 @@ class Dialect:
                 return {"head_dim": scenario.padded_head_dim}
             return {"head_dim_qk": scenario.head_dim_qk, "head_dim_v": scenario.head_dim_v}
         field = self._scalar_inputs()[name]
-        if name == "backward" and field not in self.param_fields:
-            return {}  # autograd's own answer (`GRAD_MODE_QUERY`) is all there is to bind
+        if field not in self.param_fields:
+            # Not an input of this selector (TE before 1.9 takes no `is_training`); for the
+            # backward, autograd's own answer (`GRAD_MODE_QUERY`) is all there is to bind.
+            return {}
         return {field: INPUTS[name](scenario)}
+
+    def sees(self, name: str) -> bool:
+        """Whether the selector has the registry input `name` to test (a guard's backward it
+        gets from the codemod's signal; `is_training` only where it takes it)."""
+        if name in ("padded_head_dim", "backward"):
+            return True
+        return self._scalar_inputs()[name] in self.param_fields
 
     def input_fields(self) -> frozenset[str]:
         """`AttentionParams` fields a `Scenario` describes, optional features excepted.
@@ -247,7 +262,10 @@ class Dialect:
 
     @cached_property
     def params_class(self) -> ast.ClassDef | None:
-        """The module's `AttentionParams` dataclass (named by the argument's annotation)."""
+        """The module's `AttentionParams` dataclass (named by the argument's annotation); None
+        for a selector that takes keyword inputs."""
+        if selector_inputs(self.function):
+            return None
         argument = selector_parameter(self.function)
         annotation = argument.annotation if argument else None
         name = PARAMS_CLASS
@@ -262,8 +280,19 @@ class Dialect:
 
     @cached_property
     def param_defaults(self) -> dict[str, Any]:
-        """Literal dataclass defaults of `AttentionParams` fields (others are left out)."""
+        """Literal dataclass defaults of `AttentionParams` fields, or of the keyword inputs'
+        parameters (others are left out)."""
         defaults = {}
+        arguments = self.function.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        given = [
+            *zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults),
+            *zip(arguments.kwonlyargs, arguments.kw_defaults),
+        ]
+        for argument, default in given:
+            if argument.arg in selector_inputs(self.function) and default is not None:
+                with contextlib.suppress(ValueError):
+                    defaults[argument.arg] = ast.literal_eval(default)
         for stmt in self.params_class.body if self.params_class else ():
             if (
                 isinstance(stmt, ast.AnnAssign)
@@ -278,8 +307,9 @@ class Dialect:
 
     @cached_property
     def param_fields(self) -> frozenset[str]:
-        """Fields of `AttentionParams`: declared in the dataclass or read by the selector."""
-        fields = set()
+        """Fields of `AttentionParams`: declared in the dataclass or read by the selector; or
+        the keyword inputs of a selector that takes no `AttentionParams`."""
+        fields = set(selector_inputs(self.function))
         for stmt in self.params_class.body if self.params_class else ():
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 fields.add(stmt.target.id)

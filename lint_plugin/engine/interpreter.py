@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import itertools
 import math
 import operator
@@ -54,13 +55,15 @@ STATEMENT_BUDGET = 200_000
 MAX_INLINE_DEPTH = 8
 #: Loop iterations joined before values that keep changing are widened to unknown.
 WIDEN_AFTER = 2
+#: Loops over a known sequence of at most this many items run once per item.
+MAX_UNROLLED = 16
 
 #: Builtins folded on constant arguments; any other call yields an unknown value.
 PURE_BUILTINS: dict[str, Callable] = {
     name: getattr(builtins, name)
     for name in (
-        "abs", "all", "any", "bool", "float", "int", "len", "max", "min", "round", "str", "sum",
-        "tuple",
+        "abs", "all", "any", "bool", "float", "frozenset", "int", "len", "list", "max", "min",
+        "round", "set", "str", "sum", "tuple",
     )
 }  # fmt: skip
 
@@ -135,10 +138,16 @@ class Facts:
 
 
 class Observer:
-    """Hook for analyses that need to look at each `if` as the interpreter decides it."""
+    """Hook for analyses that need to look at each `if` (or `return`) as the interpreter
+    decides it."""
 
     def on_if(self, interpreter: "Interpreter", node: ast.If, test: Value, state: State) -> None:
         """Called before the branches of `node` run, with the test's value in `state`."""
+
+    def on_return(
+        self, interpreter: "Interpreter", node: ast.Return, value: Value, state: State
+    ) -> None:
+        """Called when a `return` is reached (of a helper too: `interpreter.frame.depth`)."""
 
 
 class _Loop:
@@ -202,7 +211,12 @@ class Interpreter:
         """
         frame = self.frame = _Frame([], 0)
         body = self.program.function.body
-        start = state or State({})
+        start = state or State(
+            {
+                name: self.facts.params.get(name) or unknown(frozenset((name,)))
+                for name in self.program.inputs
+            }
+        )
         if split is None:
             ends = [self.block(body, start, frame)]
         else:
@@ -323,6 +337,9 @@ class Interpreter:
 
     def _for(self, node: ast.For, state: State, frame: _Frame) -> State | None:
         iterable = self.eval(node.iter, state)
+        items = _items(iterable)
+        if items is not None and len(items) <= MAX_UNROLLED and not isinstance(node, ast.AsyncFor):
+            return self._unrolled_for(node, items, iterable.deps, state, frame)
         element = _element(iterable)
 
         def bind(entry: State) -> State:
@@ -332,6 +349,26 @@ class Interpreter:
         head, breaks = self._loop_body(node, state, frame, bind)
         done = self.block(node.orelse, head.copy(), frame)
         return join_all([done, *breaks])
+
+    def _unrolled_for(
+        self, node: ast.For, items: tuple, deps: frozenset[str], state: State, frame: _Frame
+    ) -> State | None:
+        """A loop over a known, short sequence (a module's tuple of architectures): each
+        iteration with its own element, as Python runs it, so `if cc == arch:` is decided."""
+        loop = _Loop()
+        current: State | None = state
+        for item in items:
+            if current is None:
+                break
+            entry = current.copy()
+            self.assign(node.target, const(item, deps), entry)
+            frame.loops.append(loop)
+            end = self.block(node.body, entry, frame)
+            frame.loops.pop()
+            current = join_all([end, *loop.continues])
+            loop.continues.clear()
+        done = self.block(node.orelse, current, frame)
+        return join_all([done, *loop.breaks])
 
     def _while(self, node: ast.While, state: State, frame: _Frame) -> State | None:
         def bind(entry: State) -> State | None:
@@ -419,6 +456,8 @@ class Interpreter:
 
     def _return(self, node: ast.Return, state: State, frame: _Frame) -> None:
         value = self.eval(node.value, state) if node.value is not None else const(None)
+        if self.observer is not None:
+            self.observer.on_return(self, node, value, state)
         frame.returns.append((value, state))
         return None
 
@@ -533,7 +572,8 @@ class Interpreter:
         return deps
 
     def _unmodelled(self, node: ast.AST, state: State) -> Value:
-        """f-strings, comprehensions, lambdas, dict/set displays: unknown, but not input-free."""
+        """f-strings, lambdas, dicts, and comprehensions or set displays over what is not known:
+        unknown, but not input-free."""
         if self.program.calls_helper(node):
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
@@ -590,6 +630,56 @@ class Interpreter:
         base = self.eval(node.value, state)
         index = self.eval(node.slice, state)
         return apply(operator.getitem, (base, index), base.deps | index.deps)
+
+    def _set(self, node: ast.Set, state: State) -> Value:
+        """A set display of known, hashable items is known (as a frozenset: same membership)."""
+        items = [self.eval(element, state) for element in node.elts]
+        deps = EMPTY
+        for item in items:
+            deps = deps | item.deps
+        if all(item.known for item in items) and not any(
+            isinstance(e, ast.Starred) for e in node.elts
+        ):
+            with contextlib.suppress(TypeError):
+                return const(frozenset(item.const for item in items), deps)
+        return self._unmodelled(node, state)
+
+    def _comprehension(self, node: ast.GeneratorExp | ast.ListComp | ast.SetComp, state: State):
+        """A comprehension over known, short sequences, evaluated item by item in a scope of its
+        own (`any(cc == arch for arch in SM12X)`); otherwise unknown."""
+        results: list[Value] = []
+
+        def run(generators: list[ast.comprehension], scope: State) -> bool:
+            if not generators:
+                results.append(self.eval(node.elt, scope))
+                return len(results) <= MAX_CHOICES
+            first, rest = generators[0], generators[1:]
+            items = _items(self.eval(first.iter, scope))
+            if items is None or first.is_async:
+                return False
+            for item in items:
+                inner = scope.copy()
+                self.assign(first.target, const(item), inner)
+                tests = [self.eval(test, inner).truth for test in first.ifs]
+                if None in tests:
+                    return False
+                if all(tests) and not run(rest, inner):
+                    return False
+            return True
+
+        if self.program.calls_helper(node) or not run(node.generators, state.copy()):
+            return self._unmodelled(node, state)
+        deps = EMPTY
+        for result in results:
+            deps = deps | result.deps
+        if not all(result.known for result in results):
+            return unknown(deps)
+        values = [result.const for result in results]
+        kind = {ast.GeneratorExp: tuple, ast.ListComp: list, ast.SetComp: frozenset}[type(node)]
+        try:
+            return const(kind(values), deps)
+        except TypeError:  # unhashable items of a set comprehension
+            return unknown(deps)
 
     def _sequence(self, node: ast.Tuple | ast.List, state: State) -> Value:
         items = [self.eval(element, state) for element in node.elts]
@@ -943,6 +1033,10 @@ EXPRESSIONS: dict[type, Callable[..., Value]] = {
     ast.IfExp: Interpreter._ifexp,
     ast.Tuple: Interpreter._sequence,
     ast.List: Interpreter._sequence,
+    ast.Set: Interpreter._set,
+    ast.GeneratorExp: Interpreter._comprehension,
+    ast.ListComp: Interpreter._comprehension,
+    ast.SetComp: Interpreter._comprehension,
     ast.NamedExpr: Interpreter._namedexpr,
 }
 
@@ -1015,6 +1109,17 @@ def apply(function: Callable, operands: Sequence[Value], deps: frozenset[str]) -
     except Exception:
         return unknown(deps)
     return one_of(results, deps)
+
+
+def _items(iterable: Value) -> tuple | None:
+    """The items of a known tuple, list or frozenset (a frozenset in a stable order)."""
+    if not iterable.known:
+        return None
+    if isinstance(iterable.const, (tuple, list)):
+        return tuple(iterable.const)
+    if isinstance(iterable.const, frozenset):
+        return tuple(sorted(iterable.const, key=repr))
+    return None
 
 
 def _element(iterable: Value) -> Value:
