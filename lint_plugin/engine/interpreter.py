@@ -289,15 +289,21 @@ class Interpreter:
         return state
 
     def _if(self, node: ast.If, state: State, frame: _Frame) -> State | None:
-        test = self.eval(node.test, state)
-        if self.observer is not None:
-            self.observer.on_if(self, node, test, state)
         before = state.path
-        then_in = else_in = None
-        if test.truth is not False:
-            then_in = state if test.truth else self.refine(node.test, True, state.copy())
-        if test.truth is not True:
-            else_in = state if test.truth is False else self.refine(node.test, False, state)
+        branches = self._helper_branches(node.test, state)
+        if branches is not None:
+            test, then_in, else_in = branches
+            if self.observer is not None:
+                self.observer.on_if(self, node, test, join_states(then_in, else_in) or state)
+        else:
+            test = self.eval(node.test, state)
+            if self.observer is not None:
+                self.observer.on_if(self, node, test, state)
+            then_in = else_in = None
+            if test.truth is not False:
+                then_in = state if test.truth else self.refine(node.test, True, state.copy())
+            if test.truth is not True:
+                else_in = state if test.truth is False else self.refine(node.test, False, state)
         for branch in (then_in, else_in):
             if branch is not None:
                 branch.path = branch.path | test.deps
@@ -311,6 +317,32 @@ class Interpreter:
         ):
             merged.path = before  # both sides fall through: what follows no longer depends on it
         return merged
+
+    def _helper_branches(
+        self, test: ast.expr, state: State
+    ) -> tuple[Value, State | None, State | None] | None:
+        """`if helper():` / `if not helper():` for a local helper with several returns: each
+        branch starts from the returns that lead there, so a guard written with early returns
+        (`if not deterministic: return False`) keeps what each return knew."""
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        call = test.operand if negated else test
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            return None
+        bound = state.vars.get(call.func.id)
+        if bound is None or not isinstance(bound.const, LocalFunction):
+            return None
+        outcomes = self._inline_outcomes(bound.const.node, call, state)
+        if outcomes is None:
+            return unknown(), state, state.copy()
+        value = join_all_values(value for value, _ in outcomes)
+        truthy = join_all(s for v, s in outcomes if v.truth is not False)
+        falsy = join_all(s for v, s in outcomes if v.truth is not True)
+        if negated:
+            value = (
+                unknown(value.deps) if value.truth is None else const(not value.truth, value.deps)
+            )
+            truthy, falsy = falsy, truthy
+        return value, truthy, falsy
 
     def _loop_body(self, node, state: State, frame: _Frame, bind) -> tuple[State, list[State]]:
         """Fixpoint of a loop: the state at its head, and the states that `break` out of it.
@@ -804,6 +836,18 @@ class Interpreter:
 
     def _inline(self, function: ast.FunctionDef, call: ast.Call, state: State) -> Value:
         """Run a local helper on the caller's state: closures read it, `nonlocal` writes land."""
+        outcomes = self._inline_outcomes(function, call, state)
+        if outcomes is None:
+            return unknown()
+        after = join_all(returned for _, returned in outcomes)
+        state.vars, state.path = after.vars, after.path
+        return join_all_values(value for value, _ in outcomes)
+
+    def _inline_outcomes(
+        self, function: ast.FunctionDef, call: ast.Call, state: State
+    ) -> list[tuple[Value, State]] | None:
+        """Each way a local helper can return, with the caller's state there (the helper's own
+        names put back); None when it is nested too deep to follow (its writes forgotten)."""
         helper = self.program.helper(function)
         arguments = [self.eval(a, state) for a in call.args]
         keywords = {k.arg: self.eval(k.value, state) for k in call.keywords}
@@ -811,7 +855,7 @@ class Interpreter:
         if caller.depth >= MAX_INLINE_DEPTH:
             for name in helper.nonlocals:
                 self.store(name, unknown(), state)
-            return unknown()
+            return None
         saved = {name: state.vars.get(name) for name in helper.locals}
         for index, param in enumerate(helper.params):
             if index < len(arguments):
@@ -827,15 +871,14 @@ class Interpreter:
         results = frame.returns + ([(const(None), end)] if end is not None else [])
         if not results:
             raise _Unreachable
-        after = join_all(returned for _, returned in results)
-        for name, value in saved.items():
-            if value is None:
-                after.vars.pop(name, None)
-            else:
-                after.vars[name] = value
-        state.vars = after.vars
-        state.path = path
-        return join_all_values(value for value, _ in results)
+        for _, returned in results:
+            for name, value in saved.items():
+                if value is None:
+                    returned.vars.pop(name, None)
+                else:
+                    returned.vars[name] = value
+            returned.path = path
+        return results
 
     # ---------------------------------------------------------------- refinement
 
