@@ -3,8 +3,10 @@
 `FORK_SHAPES` holds one entry per fixture, keyed by tool. `verify`: what
 `python -m selector_patch verify FILE --json` gives, run as a user runs it - its exit status,
 the hazards it finds applicable and reachable, and its stderr (an exit-2 error is exactly one
-line, matched by `error`; otherwise stderr is `stderr`, empty unless said). Further tools'
-expectations for the same fixtures go in the same entries. The tests below the table pin the
+line, matched by `error`; otherwise stderr is `stderr`, empty unless said). `flake8`: the
+hazard codes `flake8 --select=TEA` reports (never a TEA9xx), the very hazards `verify` finds
+reachable. `codemod`: its status for TEA002; an insertion must verify in the harness, and a
+second run must change nothing. The tests below the table pin the
 harness behaviour each shape depends on.
 """
 
@@ -18,23 +20,31 @@ from pathlib import Path
 
 import pytest
 
+from codemods.apply import main as apply_main
+from codemods.apply import transform
 from selector_patch.__main__ import main
 from selector_patch.harness import SelectionError, Unrepresentable, load_selector, logs
-from selector_patch.registry import get_hazard
+from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.scenario import Scenario
-from selector_patch.verify import verify_hazard
+from selector_patch.verify import verify, verify_hazard
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fork_shapes"
 
 FORK_SHAPES: dict[str, dict[str, dict]] = {
     "dispatcher": {
+        "flake8": {"hazards": {"TEA002"}},
+        "codemod": {"TEA002": "inserted"},
         "verify": {"exit": 1, "applicable": {"TEA002"}, "reachable": {"TEA002"}},
     },
     "fourth_backend": {
+        "flake8": {"hazards": set()},
+        "codemod": {"TEA002": "already-guarded"},
         "verify": {"exit": 0, "applicable": {"TEA002"}, "reachable": set()},
     },
     "vendor_device": {
+        "flake8": {"hazards": set()},
+        "codemod": {"TEA002": "already-guarded"},
         "verify": {
             "exit": 2,
             "error": r"vendor_device\.py:25: get_attention_backend raised AttributeError: module"
@@ -43,9 +53,13 @@ FORK_SHAPES: dict[str, dict[str, dict]] = {
         },
     },
     "debug_print": {
+        "flake8": {"hazards": {"TEA002"}},
+        "codemod": {"TEA002": "inserted"},
         "verify": {"exit": 1, "applicable": {"TEA002"}, "reachable": {"TEA002"}},
     },
     "bad_log_format": {
+        "flake8": {"hazards": set()},
+        "codemod": {"TEA002": "already-guarded"},
         "verify": {
             "exit": 0,
             "applicable": {"TEA002"},
@@ -57,9 +71,13 @@ FORK_SHAPES: dict[str, dict[str, dict]] = {
         },
     },
     "keyword_params": {
+        "flake8": {"hazards": set()},
+        "codemod": {"TEA002": "already-guarded"},
         "verify": {"exit": 0, "applicable": {"TEA002"}, "reachable": set()},
     },
     "set_literal_guard": {
+        "flake8": {"hazards": set()},
+        "codemod": {"TEA002": "already-guarded"},
         "verify": {"exit": 0, "applicable": {"TEA002"}, "reachable": set()},
     },
 }
@@ -196,3 +214,40 @@ def test_an_unreadable_result_is_one_line(tmp_path):
     with pytest.raises(SelectionError) as raised:
         load_selector(path).select(Scenario())
     assert str(raised.value) == f"{path}: get_attention_backend returned NoneType, not TE's tuple"
+
+
+@pytest.mark.parametrize("name", sorted(FORK_SHAPES))
+def test_flake8(name):
+    expected = FORK_SHAPES[name]
+    completed = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select=TEA", str(fixture(name))],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert not completed.stderr
+    codes = {row.split(":", 3)[3].split()[0] for row in completed.stdout.splitlines()}
+    assert not {code for code in codes if code.startswith("TEA9")}, completed.stdout
+    assert {code for code in codes if code.startswith("TEA0")} == expected["flake8"]["hazards"]
+    if expected["verify"]["exit"] != 2:  # the same verdict as TE's own code in the harness
+        assert expected["flake8"]["hazards"] == expected["verify"]["reachable"]
+
+
+@pytest.mark.parametrize("name", sorted(FORK_SHAPES))
+def test_codemod(name, tmp_path):
+    expected = FORK_SHAPES[name]["codemod"]
+    path = tmp_path / fixture(name).name
+    path.write_text(fixture(name).read_text())
+    original = path.read_text()
+    assert apply_main([str(path), "--json"]) == 0
+    patched = path.read_text()
+    assert transform(patched, HAZARDS)[0] == patched  # a second run changes nothing
+    statuses = transform(original, HAZARDS)[1]
+    assert {h: statuses[h] for h in expected} == expected
+    if "inserted" in statuses.values():
+        assert patched.count(get_hazard("TEA002").message[:50]) == 1  # no duplicate guard
+        if FORK_SHAPES[name]["verify"]["exit"] != 2:
+            reports = verify(load_selector(path), HAZARDS)
+            assert [(r.reachable, r.controls.failed) for r in reports] == [(False, [])] * 4
+    else:
+        assert patched == original

@@ -97,7 +97,7 @@ class BackwardSignal:
     (TE before 1.9) has no dataclass to hold it and asks autograd itself, first thing.
     """
 
-    #: The selector's local: after its read of `is_training`, or before its first statement.
+    #: The selector's local: after its read of `is_training`, else before its first statement.
     local: Anchor
     #: The last field of `AttentionParams`, the new field after it (None: keyword inputs).
     last_field: ast.stmt | None = None
@@ -116,9 +116,7 @@ def backward_signal(prepared: Selector) -> BackwardSignal | str:
     if params_class is None:
         if not prepared.program.inputs:
             return "the selector takes no AttentionParams dataclass to carry `requires_backward`"
-        body = function.body
-        first = body[1] if _has_docstring(function) and len(body) > 1 else body[0]
-        return BackwardSignal(Anchor(first, "before"))
+        return BackwardSignal(_first_statement(function))
     fields = [
         stmt
         for stmt in params_class.body
@@ -133,9 +131,9 @@ def backward_signal(prepared: Selector) -> BackwardSignal | str:
         and isinstance(stmt.value.value, ast.Name)
         and stmt.value.value.id == parameter
     ]
-    if not fields or not reads:
-        return "found no `AttentionParams` field or `is_training` read to place it beside"
-    local = Anchor(reads[0], "after")
+    if not fields:
+        return "`AttentionParams` declares no fields to place `requires_backward` beside"
+    local = Anchor(reads[0], "after") if reads else _first_statement(function)
     imports = _dataclasses_imports(dialect.module)
     if "field" in imports:
         return BackwardSignal(local, fields[-1], imports["field"])
@@ -147,9 +145,13 @@ def backward_signal(prepared: Selector) -> BackwardSignal | str:
     return BackwardSignal(local, fields[-1], import_after=after)
 
 
-def _has_docstring(function: ast.FunctionDef) -> bool:
-    first = function.body[0]
-    return isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+def _first_statement(function: ast.FunctionDef) -> Anchor:
+    """Before the function's first statement after its docstring and `global` declarations."""
+    body = function.body
+    docstring = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    rest = body[1:] if docstring and len(body) > 1 else body
+    statements = [stmt for stmt in rest if not isinstance(stmt, (ast.Global, ast.Nonlocal))]
+    return Anchor((statements or rest)[0], "before")
 
 
 def _dataclasses_imports(module: ast.Module) -> dict[str, object]:

@@ -133,9 +133,22 @@ class Dialect:
         """Selector expression for the head dim flash-attn pads to."""
         if "fa2_padded_head_dim" in self.bound:
             return "fa2_padded_head_dim"
-        if "head_dim_v" in self.bound:
-            return "max(head_dim_qk, head_dim_v)"
-        return "head_dim"  # TE 1.9: one head dim for q, k and v
+        if self.head_dim_fields == ("head_dim",):
+            return self.field_expression("head_dim")  # TE 1.9: one head dim for q, k and v
+        qk, v = (self.field_expression(field) for field in self.head_dim_fields)
+        return f"max({qk}, {v})"
+
+    def field_expression(self, field: str) -> str:
+        """How the selector reads an input: the local TE names after the field (`deterministic
+        = attention_params.deterministic`), the keyword parameter, or else the field itself."""
+        if field in self.bound or field in selector_inputs(self.function) or not self.parameter:
+            return field
+        return f"{self.parameter}.{field}"
+
+    @property
+    def parameter(self) -> str | None:
+        argument = selector_parameter(self.function)
+        return argument.arg if argument else None
 
     def _scalar_inputs(self) -> dict[str, str]:
         """Registry inputs read straight from one `AttentionParams` field of the same name."""
@@ -151,7 +164,9 @@ class Dialect:
         """Selector expression for a registry trigger input (see `selector_patch.scenario`)."""
         if name == "padded_head_dim":
             return self.padded_head_dim
-        return self._scalar_inputs()[name]
+        if name == "backward":
+            return BACKWARD_FIELD  # a local in every dialect (the codemod's signal adds it)
+        return self.field_expression(self._scalar_inputs()[name])
 
     def condition_source(self, condition: Condition) -> str:
         """One registry trigger as a selector expression, e.g. `attention_dropout > 0.0`."""
