@@ -20,20 +20,18 @@ import difflib
 import json
 import sys
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import libcst as cst
-from libcst.codemod import CodemodContext
-
-from codemods.command import InsertSelectorGuards
 from codemods.files import FileError, check_writable, locked, replace_atomically
 from codemods.plan import INSERTED, Plan, PlanError, plan_insertions
 from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS
 from lint_plugin.rules import FIX_COMMAND, hazard_rule
-from lint_plugin.sarif import Result, sarif_log
 from selector_patch.config import Config, ConfigError, load_config, select_hazards
 from selector_patch.registry import Hazard
 from selector_patch.sources import SelectorSource, SourceError, read_text, resolve
+
+if TYPE_CHECKING:
+    from lint_plugin.sarif import Result
 
 #: `--check`'s word for a guard that would be inserted.
 MISSING = "missing"
@@ -73,6 +71,8 @@ class Outcome:
 
     def sarif_results(self, hazards: Sequence[Hazard]) -> list[Result]:
         """A missing guard is an error; an inserted one a note that points where it was needed."""
+        from lint_plugin.sarif import Result
+
         titles = {hazard.id: hazard.title for hazard in hazards}
         return [
             Result(
@@ -111,6 +111,13 @@ def _transform(code: str, config: Config) -> tuple[str, Plan]:
     plan = plan_insertions(code, config.hazards, config.selector_functions)
     if not plan.insertions:
         return code, plan
+    # libcst (and its codemod framework, whose matchers alone take 0.3 s to import) loads only
+    # for a selector that gets a guard: `--check` and a second run never pay for it.
+    import libcst as cst
+    from libcst.codemod import CodemodContext
+
+    from codemods.command import InsertSelectorGuards
+
     try:
         module = cst.parse_module(code)
     except cst.ParserSyntaxError as error:
@@ -226,6 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.format == "json":
         json.dump([outcome.report() for outcome, _ in outcomes], sys.stdout, indent=2)
     elif args.format == "sarif":
+        from lint_plugin.sarif import sarif_log  # beside flake8's formatter base class
+
         results = [r for outcome, config in outcomes for r in outcome.sarif_results(config.hazards)]
         rules = {h.id: hazard_rule(h) for _, config in outcomes for h in config.hazards}
         json.dump(sarif_log(results, rules), sys.stdout, indent=2)

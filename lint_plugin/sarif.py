@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from flake8.formatting.base import BaseFormatter
 from flake8.violation import Violation
 
-from lint_plugin.rules import RULES, Rule
+if TYPE_CHECKING:
+    from lint_plugin.rules import Rule
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL = "te-attn-guards"
@@ -47,6 +48,9 @@ def _rule_descriptor(code: str, rules: dict[str, Rule]) -> dict:
 
 def sarif_log(results: Iterable[Result], rules: dict[str, Rule] | None = None) -> dict:
     """A complete SARIF log with one run; `rules` adds descriptors beyond the registry's."""
+    # flake8 imports this module (the formatter) in every run: the rule texts load only here.
+    from lint_plugin.rules import RULES
+
     results = list(results)
     known = {**(rules or {}), **RULES}
     codes = sorted({result.code for result in results})

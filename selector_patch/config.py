@@ -16,20 +16,19 @@ way everywhere: a `ConfigError` naming the file and the key.
 from __future__ import annotations
 
 import functools
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from selector_patch.project import (
+    DEFAULT_SELECTOR_FUNCTIONS,
+    TABLE,
+    ConfigError,
+    project_table,
+)
 from selector_patch.registry import HAZARDS, Hazard
 
-TABLE = "te-attn-guards"
-DEFAULT_SELECTOR_FUNCTIONS = ("get_attention_backend",)
 KEYS = ("hazards", "skip", "selector-functions")
-
-
-class ConfigError(Exception):
-    """One line: `<pyproject path>: [tool.te-attn-guards].<key>: <cause>`."""
 
 
 @dataclass(frozen=True)
@@ -49,40 +48,21 @@ def select_hazards(config: Config, ids: Sequence[str] = ()) -> tuple[Hazard, ...
     return tuple(known[i] for i in dict.fromkeys(ids)) or config.hazards
 
 
-def find_pyproject(start: Path) -> Path | None:
-    """The nearest `pyproject.toml` at or above `start` (a file or a directory)."""
-    return _pyproject_above(start if start.is_dir() else start.parent)
-
-
-@functools.lru_cache(maxsize=256)
-def _pyproject_above(directory: Path) -> Path | None:
-    """Cached per directory: flake8 asks once for every file it checks."""
-    for candidate in (directory, *directory.parents):
-        if (candidate / "pyproject.toml").is_file():
-            return candidate / "pyproject.toml"
-    return None
-
-
 def load_config(start: Path | str | None) -> Config:
     """Settings for a target file or directory; defaults when no table applies."""
-    pyproject = find_pyproject(Path(start).resolve()) if start is not None else None
+    pyproject, table = project_table(start)
     if pyproject is None:
         return Config()
-    return _load(pyproject, pyproject.stat().st_mtime_ns)
+    return _validated(pyproject, pyproject.stat().st_mtime_ns, table is not None)
 
 
 @functools.lru_cache(maxsize=64)
-def _load(pyproject: Path, _mtime: int) -> Config:
-    """Parsed once per file version: flake8 asks for every file it checks."""
-    try:
-        document = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise ConfigError(f"{pyproject}: cannot read: {error}") from None
-    table = document.get("tool", {}).get(TABLE)
-    if table is None:
+def _validated(pyproject: Path, _mtime: int, configured: bool) -> Config:
+    """Validated once per file version: flake8 asks for every file it checks."""
+    if not configured:
         return Config(path=pyproject)
     try:
-        return config_from_table(table, pyproject)
+        return config_from_table(project_table(pyproject)[1], pyproject)
     except ValueError as error:
         raise ConfigError(f"{pyproject}: [tool.{TABLE}].{error}") from None
 

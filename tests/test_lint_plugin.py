@@ -11,7 +11,7 @@ import typing
 
 import pytest
 
-from lint_plugin import plugin
+from lint_plugin import checks
 from lint_plugin.engine.interpreter import AnalysisBudgetExceeded
 from lint_plugin.plugin import TeaChecker
 from lint_plugin.rules import FA4_INVALID
@@ -68,7 +68,7 @@ def test_other_files_are_dismissed_before_the_tree_is_read(monkeypatch) -> None:
     def fail(*args):
         raise AssertionError("looked into a file without a selector")
 
-    monkeypatch.setattr(plugin, "find_selectors", fail)
+    monkeypatch.setattr(checks, "rows", fail)
     source = inspect.getsource(typing)
     checker = TeaChecker(ast.parse(source), "typing.py", source.splitlines(keepends=True))
     assert list(checker.run()) == []
@@ -82,10 +82,26 @@ def test_a_failure_is_one_finding(monkeypatch, error, code) -> None:
     def fail(*args):
         raise error
 
-    monkeypatch.setattr(plugin, "analyze_hazard", fail)
+    monkeypatch.setattr(checks, "analyze_hazard", fail)
     source = FA4_INVALID[0]
     findings = list(TeaChecker(ast.parse(source), "selector.py", None).run())
     assert len(findings) == 1
     line, _, message, _ = findings[0]
     assert message.startswith(code) and str(error) in message
     assert source.splitlines()[line - 1].startswith("def get_attention_backend")
+
+
+def test_flake8_on_a_file_without_a_selector_never_loads_the_analysis(tmp_path) -> None:
+    """The plugin itself is the standard library alone; the engine loads for a selector."""
+    code = (
+        "import sys, ast; from lint_plugin.plugin import TeaChecker; "
+        "source = open(sys.argv[1]).read(); "
+        "list(TeaChecker(ast.parse(source), sys.argv[1], source.splitlines(True)).run()); "
+        "print(sorted(m for m in sys.modules if m.startswith(('lint_plugin.', 'selector_patch.'))))"
+    )
+    plain = tmp_path / "plain.py"
+    plain.write_text("x = 1\n")
+    loaded = subprocess.run(
+        [sys.executable, "-c", code, str(plain)], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded.strip() == "['lint_plugin.plugin', 'selector_patch.project']"
