@@ -9,11 +9,15 @@ The shapes are flash-attn 2's: `*_SWITCH` macros from a `static_switch.h` (head 
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from lint_plugin.mine.__main__ import EXIT_UNGUARDED, main
 from lint_plugin.mine.cuda import mine
 from lint_plugin.mine.cuda.source import from_directory
 from lint_plugin.mine.devices import SHARED_MEMORY, SharedMemory
@@ -257,3 +261,25 @@ def test_the_sdist_without_fa3_sources_says_so(tmp_path):
 def test_a_tree_without_flash_api_is_refused(tmp_path):
     with pytest.raises(SourceError, match="no csrc/flash_attn/flash_api.cpp"):
         from_directory(tmp_path)
+
+
+def test_flake8s_import_path_does_not_import_tree_sitter():
+    code = "import sys, lint_plugin.plugin; print('tree_sitter' in sys.modules)"
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert completed.stdout.strip() == "False", completed.stderr
+
+
+def test_the_command_mines_a_cpp_tree_and_exits_1_with_a_declaration(tmp_path, release, capsys):
+    release("2.20.2")
+    args = ["--te", "2.20.2", "--kernel-source", str(tree(tmp_path)), "--json"]
+    assert main([*args, "--skip-hazard", "TEA002"]) == EXIT_UNGUARDED
+    report = json.loads(capsys.readouterr().out)
+    assert report["kernel"]["package"] == "flash-attn" and report["kernel"]["version"] == "2.99.0"
+    (verdict,) = [v for v in report["verdicts"] if v["kind"] == NO_LAUNCH]
+    assert verdict["by_architecture"] == {
+        "sm86": "guarded",
+        "sm89": "guarded",
+        "sm120": "UNGUARDED",
+        "sm121": "guarded",
+    }
+    assert verdict["declaration"]["architectures"] == [[8, 6], [8, 9], [12, 0], [12, 1]]
