@@ -90,7 +90,9 @@ def _sources(args: argparse.Namespace) -> list[Callable[[], tuple[Kernel, Sequen
     if args.flash_attn_4 is not None:
         return [lambda: _cute(_cute_kernel().from_release(args.flash_attn_4))]
     if args.flash_attn is not None:
-        return [lambda v=version: _cuda(_cuda_source().from_release(v)) for version in args.flash_attn]
+        return [
+            lambda v=version: _cuda(_cuda_source().from_release(v)) for version in args.flash_attn
+        ]
     path = args.kernel_source
     if _is_cuda_tree(path):
         return [lambda: _cuda(_cuda_source().from_directory(path))]
@@ -154,11 +156,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             report_json(kernel, source, verdicts, declared, notes)
             for kernel, verdicts, declared, notes in results
         ]
-        output: Any = reports[0] if len(reports) == 1 else {
-            "releases": reports,
-            "changes": history.changes(releases),
-            "table": history.table(releases),
-        }
+        output: Any = (
+            reports[0]
+            if len(reports) == 1
+            else {
+                "releases": reports,
+                "changes": history.changes(releases),
+                "table": history.table(releases),
+            }
+        )
         print(json.dumps(output, indent=2))
     else:
         texts = [to_text(k, source, v, d, n) for k, v, d, n in results]

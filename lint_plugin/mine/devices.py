@@ -58,4 +58,3 @@ SHARED_MEMORY: dict[Arch, SharedMemory] = {
     (12, 0): SharedMemory(100 * KB, 99 * KB),
     (12, 1): SharedMemory(100 * KB, 99 * KB),
 }
-

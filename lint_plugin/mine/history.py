@@ -103,7 +103,11 @@ def to_text(releases: Sequence[Release]) -> str:
     lines = [f"# Across releases {', '.join(versions)}", ""]
     for change in changes(releases):
         where = change["after"] or change["before"]
-        moved = f" ({change['before']} -> {change['after']})" if change["before"] and change["after"] else ""
+        moved = (
+            f" ({change['before']} -> {change['after']})"
+            if change["before"] and change["after"]
+            else ""
+        )
         lines.append(
             f"{change['version']}: {change['change']:<22} {change['backend']} {change['direction']}"
             f" {change['kind']} in {change['function']} on {where}{moved}: {change['words']}"

@@ -130,7 +130,6 @@ ARGUMENTS: dict[str, Any] = {
             "v_descale_", "scheduler_metadata_", "pack_gqa_",
         )
     },  # fmt: skip
-    # the backward's gradients and the forward's RNG state are preallocated by flash-attn
     **{name: _PASSED for name in ("dq_", "dk_", "dv_")},
     "rng_state": Optional(Tensor("int64")),
 }

@@ -39,10 +39,10 @@ from lint_plugin.mine.cuda.syntax import (
     live_branch,
     named,
     node_text,
-    one_line,
     unqualified,
     walk,
 )
+from lint_plugin.mine.cuda.syntax import one_line as _one_line
 from lint_plugin.mine.cuda.values import (
     BINARY,
     DEVICE_FACTS,
@@ -57,7 +57,7 @@ from lint_plugin.mine.cuda.values import (
     lift,
     values_of,
 )
-from lint_plugin.mine.findings import NO_LAUNCH, REFUSAL
+from lint_plugin.mine.findings import NO_LAUNCH, REFUSAL, Site
 
 #: Calls that refuse when their first argument is false.
 REFUSAL_CALLS = frozenset({"TORCH_CHECK", "TORCH_CHECK_VALUE", "TORCH_INTERNAL_ASSERT"})
@@ -99,20 +99,6 @@ class FunctionRef:
     name: str
 
 
-@dataclass(frozen=True)
-class SiteRef:
-    """Where a path refused, or the branch that took it away from a launch."""
-
-    kind: str
-    file: str
-    line: int
-    function: str
-    text: str
-    message: str
-    condition: str
-    branch: str
-
-
 @dataclass
 class Context:
     """Where the code being run comes from: its function, and a macro's argument bindings."""
@@ -136,10 +122,10 @@ class State:
     heap: dict[int, dict]
     domains: Region
     launched: bool = False
-    site: SiteRef | None = None
+    site: Site | None = None
     #: The text of the unknown condition that decided `site` (or the refusal), if any.
     undecided: str | None = None
-    refusal: SiteRef | None = None
+    refusal: Site | None = None
     arch_branch: str = ""
 
     def copy(self) -> "State":
@@ -199,7 +185,7 @@ class Leaf:
     domains: Mapping[str, frozenset]
     #: "launch", or the kind of the site.
     outcome: str
-    site: SiteRef | None
+    site: Site | None
     undecided: str | None
 
 
@@ -226,15 +212,24 @@ class Interpreter:
         self._function_launches: dict[int, bool] = {}
         self.pinned: Mapping[str, Any] = {}
         self._callees: dict[int, str] = {}
+        # Caches by node id: the library keeps its trees, so ids stay unique while it lives.
+        self._texts: dict[int, str] = {}
         self._specialized: dict[str, dict[tuple, Function]] = {}
         self._calls_inside: dict[int, bool] = {}
 
     # -- entry -----------------------------------------------------------------------------
 
+    def text(self, node: Node) -> str:
+        if node.id not in self._texts:
+            self._texts[node.id] = _one_line(node)
+        return self._texts[node.id]
+
     def run(self, entry: Entry) -> list[Leaf]:
         self.pinned = entry.pinned
         function = entry.function
-        scope = {p.name: entry.arguments.get(p.name, self._parameter(p.type)) for p in function.params}
+        scope = {
+            p.name: entry.arguments.get(p.name, self._parameter(p.type)) for p in function.params
+        }
         state = State([scope], {}, Region((dict(entry.domains),)))
         context = Context(function.name, function.file)
         leaves = []
@@ -317,7 +312,7 @@ class Interpreter:
             results = self.evaluate(named(node)[0], state, context)
             return [(s, REFUSED if s.refusal else ("return", v)) for s, v in results]
         if kind == "throw_statement":
-            state.refusal = self._site(REFUSAL, node, context, state, one_line(node), "")
+            state.refusal = self._site(REFUSAL, node, context, state, self.text(node), "")
             return [(state, REFUSED)]
         if kind in ("for_statement", "for_range_loop", "while_statement", "do_statement"):
             self._havoc(node, state)
@@ -346,7 +341,9 @@ class Interpreter:
         """`TORCH_CHECK(condition, message...)`: refuses where the condition is false."""
         arguments = named(call.child_by_field_name("arguments"))
         message = " ".join(_literal(a) for a in arguments[1:])
-        site = self._site(REFUSAL, call, context, state, one_line(call), message, one_line(arguments[0]))
+        site = self._site(
+            REFUSAL, call, context, state, self.text(call), message, self.text(arguments[0])
+        )
         results = []
         for current, truth, _ in self.condition(arguments[0], state, context):
             if current.refusal is not None:
@@ -357,7 +354,7 @@ class Interpreter:
                 continue
             refused = current.copy() if truth is UNKNOWN else current
             refused.refusal = site
-            refused.undecided = one_line(arguments[0]) if truth is UNKNOWN else None
+            refused.undecided = self.text(arguments[0]) if truth is UNKNOWN else None
             results.append((refused, REFUSED))
             if truth is UNKNOWN:
                 results.append((current, None))
@@ -370,7 +367,7 @@ class Interpreter:
         if alternative is not None and alternative.type == "else_clause":
             alternative = named(alternative)[0] if named(alternative) else None
         expression = named(test)[-1] if test.type == "condition_clause" else test
-        text = one_line(expression)
+        text = self.text(expression)
         arms = {True: consequence, False: alternative}
         launching = {taken: self.may_launch(arm, context, state) for taken, arm in arms.items()}
         results = []
@@ -382,7 +379,9 @@ class Interpreter:
                 path = current.copy() if truth is UNKNOWN and taken else current
                 if launching[not taken] and not launching[taken]:
                     arm_text = text if taken else f"not ({text})"
-                    path.site = self._site(NO_LAUNCH, node, context, path, _head(node), "", arm_text)
+                    path.site = self._site(
+                        NO_LAUNCH, node, context, path, _head(node), "", arm_text
+                    )
                     path.undecided = text if truth is UNKNOWN else None
                 before = path.arch_branch
                 if on_arch:
@@ -632,7 +631,9 @@ class Interpreter:
         if symbolic is not None:
             return [(state, symbolic)]
         results = []
-        for current, truth, _ in self.condition(node.child_by_field_name("condition"), state, context):
+        for current, truth, _ in self.condition(
+            node.child_by_field_name("condition"), state, context
+        ):
             if current.refusal is not None:
                 results.append((current, UNKNOWN))
             elif truth is UNKNOWN:
@@ -711,7 +712,11 @@ class Interpreter:
         for current, owner in self.evaluate(node.child_by_field_name("argument"), state, context):
             for after, index in self.evaluate(index_node, current, context):
                 index = concrete(index, after.domains)
-                if isinstance(owner, tuple) and isinstance(index, int) and -len(owner) <= index < len(owner):
+                if (
+                    isinstance(owner, tuple)
+                    and isinstance(index, int)
+                    and -len(owner) <= index < len(owner)
+                ):
                     results.append((after, owner[index]))
                 else:
                     results.append((after, UNKNOWN))
@@ -722,7 +727,9 @@ class Interpreter:
     def _callee(self, call: Node) -> str:
         name = self._callees.get(call.id)
         if name is None:
-            name = self._callees[call.id] = unqualified(node_text(call.child_by_field_name("function")))
+            name = self._callees[call.id] = unqualified(
+                node_text(call.child_by_field_name("function"))
+            )
         return name
 
     def call(self, node: Node, state: State, context: Context) -> list:
@@ -763,7 +770,11 @@ class Interpreter:
             return self.closure(target[0], values, state)  # __VA_ARGS__()
         if name == "cudaDeviceGetAttribute" and len(values) >= 2:
             where, attribute = values[0], values[1]
-            if isinstance(where, tuple) and where[0] == "address-of" and isinstance(attribute, Name):
+            if (
+                isinstance(where, tuple)
+                and where[0] == "address-of"
+                and isinstance(attribute, Name)
+            ):
                 fact = attribute.text if attribute.text in DEVICE_FACTS else None
                 value = Sym(ARCH, ("fact", fact, ("x",))) if fact else UNKNOWN
                 self._store(where[1], value, state, context)
@@ -850,7 +861,9 @@ class Interpreter:
     def enter(self, function: Function, template_arguments, values, state: State) -> list:
         caller = state.scopes
         scope: dict[str, Any] = {}
-        bound = [concrete(self._template_argument(a, state), state.domains) for a in template_arguments]
+        bound = [
+            concrete(self._template_argument(a, state), state.domains) for a in template_arguments
+        ]
         for index, parameter in enumerate(function.template):
             if index < len(bound):
                 scope[parameter] = bound[index]
@@ -952,16 +965,18 @@ class Interpreter:
 
     # -- sites -----------------------------------------------------------------------------
 
-    def _site(self, kind, node, context, state, text, message, condition="") -> SiteRef:
-        return SiteRef(
-            kind=kind,
+    def _site(self, kind, node, context, state, text, message, condition="") -> Site:
+        """Where it happens; `backward` is the entry point's, filled in by `sites`."""
+        return Site(
             file=context.file,
             line=node.start_point[0] + 1,
             function=context.function,
             text=text,
             message=message,
+            backward=False,
             condition=condition,
             branch=state.arch_branch,
+            kind=kind,
         )
 
 
@@ -1127,7 +1142,7 @@ def _literal(node: Node) -> str:
         return "".join(node_text(c) for c in node.named_children if c.type == "string_content")
     if node.type == "concatenated_string":
         return "".join(_literal(c) for c in named(node))
-    return one_line(node)
+    return _one_line(node)
 
 
 def _parse_argument(text: str) -> Any:
@@ -1150,4 +1165,8 @@ def _head(node: Node) -> str:
     """`if constexpr (!Is_dropout) {...}`: a branch as evidence quotes it."""
     consequence = node.child_by_field_name("consequence")
     head = node_text(node)[: consequence.start_byte - node.start_byte].strip()
-    return " ".join(head.split()) + " {...}" + ("" if node.child_by_field_name("alternative") else " (no else)")
+    return (
+        " ".join(head.split())
+        + " {...}"
+        + ("" if node.child_by_field_name("alternative") else " (no else)")
+    )

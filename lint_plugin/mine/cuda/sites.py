@@ -16,12 +16,13 @@ admitted ones gives its selector conditions, the head dims an interval (`padded_
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from lint_plugin.mine.cuda.calls import ARCH, FEATURES, HEAD_DIM, HEAD_DIMS, Backend, label
-from lint_plugin.mine.cuda.interpreter import Leaf, SiteRef
+from lint_plugin.mine.cuda.interpreter import Leaf
 from lint_plugin.mine.findings import NO_LAUNCH, Case, Site, with_backward
 from selector_patch.scenario import Condition
 
@@ -51,9 +52,9 @@ def cases(direction: Direction, version: str) -> Finding:
     classes = _head_classes(leaves)
     domain = {d: _domain(d, classes) for d in dims}
     admitted: set[tuple] = set()
-    decided: dict[SiteRef, set[tuple]] = {}
-    undecided: dict[SiteRef, set[tuple]] = {}
-    reasons: dict[SiteRef, set[str]] = {}
+    decided: dict[Site, set[tuple]] = {}
+    undecided: dict[Site, set[tuple]] = {}
+    reasons: dict[Site, set[str]] = {}
     for leaf in leaves:
         points = _points(leaf, dims, domain, classes)
         if leaf.outcome in (LAUNCH, NO_LAUNCH):
@@ -119,17 +120,7 @@ def _points(leaf: Leaf, dims, domain, classes) -> set[tuple]:
 
 def _site_cases(direction, version, site, dims, domain, classes, fired, maybe, admitted, reasons):
     backend = direction.backend
-    evidence = Site(
-        file=site.file,
-        line=site.line,
-        function=site.function,
-        text=site.text,
-        message=site.message,
-        backward=direction.backward,
-        condition=site.condition,
-        branch=site.branch,
-        kind=site.kind,
-    )
+    evidence = dataclasses.replace(site, backward=direction.backward)
     per_arch: dict[tuple, list] = {}
     for arch in domain[ARCH]:
         mine = {p for p in fired if p[0] == arch}
@@ -216,15 +207,25 @@ def _describe(box, dims, care, admitted_heads, backend) -> list[tuple]:
                 section = feature.section
     if splits:
         dim, values = splits[0]
-        return [d for v in values for d in _describe({**box, dim: {v}}, dims, care, admitted_heads, backend)]
-    heads = sorted(v for c in box[HEAD_DIM] for v in c if v in admitted_heads) if HEAD_DIM in box else []
+        return [
+            d
+            for v in values
+            for d in _describe({**box, dim: {v}}, dims, care, admitted_heads, backend)
+        ]
+    heads = (
+        sorted(v for c in box[HEAD_DIM] for v in c if v in admitted_heads)
+        if HEAD_DIM in box
+        else []
+    )
     head_triggers, shapes = _head_dims(heads, admitted_heads, backend)
     if head_triggers is None:  # not one interval: one case per run
         runs = _runs(heads, admitted_heads)
         return [
             d
             for run in runs
-            for d in _describe({**box, HEAD_DIM: {frozenset(run)}}, dims, care, admitted_heads, backend)
+            for d in _describe(
+                {**box, HEAD_DIM: {frozenset(run)}}, dims, care, admitted_heads, backend
+            )
         ]
     why = "; ".join(unmapped) or None
     return [(tuple([*triggers, *head_triggers]), tuple(labels), why, section, shapes)]

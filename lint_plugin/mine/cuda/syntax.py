@@ -17,6 +17,7 @@ and a template, which is enough to find the token sequence `<<` `<` that marks a
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,15 +48,6 @@ def node_text(node: Node) -> str:
 
 def one_line(node: Node) -> str:
     """A node's source, whitespace and comments collapsed to one line."""
-    if node.id not in _ONE_LINE:
-        _ONE_LINE[node.id] = _one_line(node)
-    return _ONE_LINE[node.id]
-
-
-_ONE_LINE: dict[int, str] = {}
-
-
-def _one_line(node: Node) -> str:
     text = node.text
     for comment in sorted(
         (n for n in walk(node) if n.type == "comment"), key=lambda n: n.start_byte, reverse=True
@@ -104,7 +96,7 @@ class Function:
     params: tuple[Param, ...]
     body: Node
 
-    @property
+    @functools.cached_property
     def launches(self) -> bool:
         """Whether its body launches a kernel itself (`<<<`, a CUTLASS launch)."""
         return launches(self.body)
@@ -366,15 +358,6 @@ def _registrations(library: Library, node: Node) -> None:
 
 def launches(node: Node) -> bool:
     """Whether `node` launches a kernel itself: `<<<` outside comments, or a launch call."""
-    if node.id not in _LAUNCHES:
-        _LAUNCHES[node.id] = _launches(node)
-    return _LAUNCHES[node.id]
-
-
-_LAUNCHES: dict[int, bool] = {}
-
-
-def _launches(node: Node) -> bool:
     previous = ""
     for leaf in leaves(node):
         text = node_text(leaf)
