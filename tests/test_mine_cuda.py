@@ -244,7 +244,9 @@ def test_refusals_in_the_api_are_stated_in_selector_inputs(tmp_path):
     head_dim = refusals["FlashAttention backward only supports head dimension at most 256"]
     assert head_dim.triggers == (Condition("padded_head_dim", ">", 256), BACKWARD)
     a100 = refusals["needs A100 or H100"]
-    assert a100.architectures == ((8, 6), (8, 7), (8, 9), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1))
+    assert a100.architectures == (
+        (8, 6), (8, 7), (8, 9), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1)
+    )  # fmt: skip
     assert a100.triggers == (*DROPOUT, Condition("padded_head_dim", ">", 192), BACKWARD)
     # the refusal comes first: the launch-less arm is out of reach
     assert by_kind(found.cases, NO_LAUNCH) == []

@@ -9,6 +9,7 @@ and 2.8.3 the case turns from a refusal into a silent no-op.
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 
 import pytest
@@ -31,6 +32,7 @@ from lint_plugin.mine.findings import NO_LAUNCH
 from selector_patch.config import TABLE, config_from_table
 from selector_patch.registry import HAZARDS
 from selector_patch.sources import cache_dir
+from selector_patch.verify import verify_hazard
 
 RELEASES = ("2.7.2.post1", "2.7.3", "2.8.3")
 SM = {"sm86": (8, 6), "sm89": (8, 9), "sm120": (12, 0), "sm121": (12, 1)}
@@ -104,8 +106,15 @@ def test_its_declaration_loads(verdicts):
 
 def test_te_1_13_guards_it(mined, release):
     (case,) = [c for c in mined["2.8.3"].cases if c.site.kind == NO_LAUNCH]
-    (verdict,) = crosscheck([case], Judges(release("1.13.0")), known=())
+    judges = Judges(release("1.13.0"))
+    (verdict,) = crosscheck([case], judges, known=())
     assert verdict.status == GUARDED
+    # TE 1.13 accepts flash-attn <= 2.6.3, so 2.8.3 is refused at import; with a release it
+    # accepts, its head-dim allowlist (sm80 / sm90 only above 192) guards the case, while FA2
+    # stays selectable for the controls around it.
+    accepted = dataclasses.replace(verdict.hazard, kernel_version="2.6.3")
+    report = verify_hazard(judges.selector, accepted)
+    assert not report.reachable and report.controls.passed and not report.controls.failed
 
 
 def test_analyzer_and_harness_agree_and_nothing_is_dropped(mined, verdicts):

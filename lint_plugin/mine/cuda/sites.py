@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from lint_plugin.mine.cuda.calls import ARCH, FEATURES, HEAD_DIM, HEAD_DIMS, Backend, label
 from lint_plugin.mine.cuda.interpreter import Leaf

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 
 from lint_plugin.engine.program import dotted_name
-from lint_plugin.mine.devices import ARCHITECTURES, Arch
+from lint_plugin.mine.devices import Arch
 
 #: Names FA4 binds to the device arch as `major * 10 + minor`.
 ARCH_NAMES = ("arch", "self.arch")

@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Iterator, Mapping
 
-from lint_plugin.mine.cute.arch import ARCHITECTURES, Arch, forwarded_parameters
+from lint_plugin.mine.cute.arch import forwarded_parameters
 from lint_plugin.mine.cute.conditions import Scope, plain
 from lint_plugin.engine.program import blocks, heads
+from lint_plugin.mine.devices import ARCHITECTURES, Arch
 from lint_plugin.mine.findings import Site
 
 #: Function, class or module names that mark backward code (`_flash_attn_bwd`, `backward`,
