@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from lint_plugin.mine.cuda.calls import ARGUMENTS, ATTENTION_TENSORS, PINNED, domains
 from lint_plugin.mine.cuda.interpreter import Entry, Interpreter
+from lint_plugin.mine.cuda.paths import TooManyPaths
 from lint_plugin.mine.cuda.sites import Direction, cases
 from lint_plugin.mine.cuda.source import FlashAttnSource
 from lint_plugin.mine.cuda.syntax import Function, index
@@ -42,7 +43,10 @@ def mine(source: FlashAttnSource) -> Mined:
             if function is None:
                 notes.append(f"{backend.role}: entry point `{name}` is not registered here")
                 continue
-            directions["bwd" in name].leaves += interpreter.run(entry(function))
+            try:
+                directions["bwd" in name].leaves += interpreter.run(entry(function))
+            except TooManyPaths as error:
+                notes.append(f"{backend.role}: entry point `{name}` not mined: {error}")
         version = source.kernel_version(backend)
         independent = 0
         for direction in directions.values():

@@ -42,18 +42,28 @@ from lint_plugin.mine.cuda.syntax import (
     walk,
 )
 from lint_plugin.mine.cuda.syntax import one_line as _one_line
+from lint_plugin.mine.cuda.paths import Leaf, State, TooManyPaths, merge
 from lint_plugin.mine.cuda.values import (
-    BINARY,
     DEVICE_FACTS,
-    UNARY,
+    STANDARD,
     UNKNOWN,
     Closure,
     Device,
+    FunctionRef,
+    Name,
+    NeedSplit,
     Optional,
+    Ref,
     Region,
     Sym,
     Tensor,
+    combine,
+    concrete,
+    hashable,
     lift,
+    standard,
+    truth_of,
+    unary,
     values_of,
 )
 from lint_plugin.mine.findings import NO_LAUNCH, REFUSAL, Site
@@ -72,30 +82,7 @@ DTYPES = {
 TENSOR_VIEWS = frozenset(
     {"reshape", "transpose", "view", "contiguous", "permute", "squeeze", "unsqueeze", "flatten"}
 )
-#: Pure standard functions, computed when their arguments are known.
-STANDARD = {"max": max, "min": min}
 NUMBER = re.compile(r"^(0[xX][0-9a-fA-F]+|[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)")
-
-
-@dataclass(frozen=True)
-class Name:
-    """An identifier the sources do not bind: an enumerator, a type, a constant from a header."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Ref:
-    """A struct object on the heap (`Flash_fwd_params params;`), passed by reference."""
-
-    id: int
-
-
-@dataclass(frozen=True)
-class FunctionRef:
-    """`&run_mha_bwd`: a library function held in a variable (`auto launch = &run_mha_bwd;`)."""
-
-    name: str
 
 
 @dataclass
@@ -105,87 +92,6 @@ class Context:
     function: str
     file: str
     macro: Mapping[str, tuple[Any, "Context"]] | None = None
-
-
-class NeedSplit(Exception):
-    """A value needed concretely depends on an input symbol: split its domain into `parts`."""
-
-    def __init__(self, name: str, parts: list[frozenset]) -> None:
-        super().__init__(name)
-        self.name, self.parts = name, parts
-
-
-@dataclass
-class State:
-    scopes: list[dict]
-    heap: dict[int, dict]
-    domains: Region
-    launched: bool = False
-    site: Site | None = None
-    #: The text of the unknown condition that decided `site` (or the refusal), if any.
-    undecided: str | None = None
-    refusal: Site | None = None
-    arch_branch: str = ""
-
-    def copy(self) -> "State":
-        return State(
-            [dict(scope) for scope in self.scopes],
-            {key: dict(fields) for key, fields in self.heap.items()},
-            self.domains,
-            self.launched,
-            self.site,
-            self.undecided,
-            self.refusal,
-            self.arch_branch,
-        )
-
-    def lookup(self, name: str) -> Any:
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name]
-        raise KeyError(name)
-
-    def assign(self, name: str, value: Any) -> None:
-        for scope in reversed(self.scopes):
-            if name in scope:
-                scope[name] = value
-                return
-        self.scopes[-1][name] = value
-
-    def outcome(self) -> tuple:
-        """What a path has done so far, as opposed to what it holds."""
-        return (
-            self.launched, self.site, self.undecided, self.refusal, self.arch_branch,
-            len(self.scopes),
-        )  # fmt: skip
-
-    def key(self, value: Any) -> tuple:
-        """Everything but the domains: states with equal keys may be merged."""
-        scopes = tuple(tuple(sorted(scope.items(), key=lambda kv: kv[0])) for scope in self.scopes)
-        heap = tuple(sorted((k, tuple(sorted(v.items()))) for k, v in self.heap.items()))
-        return (
-            scopes, heap, self.launched, self.site, self.undecided, self.refusal,
-            self.arch_branch, _hashable(value),
-        )  # fmt: skip
-
-
-def _hashable(value: Any) -> Any:
-    try:
-        hash(value)
-    except TypeError:
-        return id(value)
-    return value
-
-
-@dataclass(frozen=True)
-class Leaf:
-    """How one path ended, and the inputs that take it."""
-
-    domains: Mapping[str, frozenset]
-    #: "launch", or the kind of the site.
-    outcome: str
-    site: Site | None
-    undecided: str | None
 
 
 @dataclass
@@ -266,7 +172,9 @@ class Interpreter:
                         done.append((after, flow))
             running = following
             if len(running) + len(done) > MAX_STATES:
-                raise RecursionError("too many paths")
+                raise TooManyPaths(
+                    f"{context.function} ({context.file}) has more than {MAX_STATES} paths"
+                )
         results = [(s, None) for s in running] + done
         if scoped:
             for after, _ in results:
@@ -498,7 +406,7 @@ class Interpreter:
         if kind == "unary_expression":
             op = node_text(node.child_by_field_name("operator"))
             return [
-                (s, _unary(op, v))
+                (s, unary(op, v))
                 for s, v in self.evaluate(node.child_by_field_name("argument"), state, context)
             ]
         if kind == "conditional_expression":
@@ -640,7 +548,7 @@ class Interpreter:
                     self.evaluate(node.child_by_field_name(f), current.copy(), context)
                     for f in ("consequence", "alternative")
                 ]
-                values = {_hashable(v) for arm in arms for _, v in arm}
+                values = {hashable(v) for arm in arms for _, v in arm}
                 results.append((current, next(iter(values)) if len(values) == 1 else UNKNOWN))
             else:
                 arm = node.child_by_field_name("consequence" if truth else "alternative")
@@ -791,7 +699,7 @@ class Interpreter:
         if name in ("make_tuple", "tuple", "tie"):
             return [(state, tuple(values))]
         if name in STANDARD and values:
-            return [(state, _standard(name, values, state.domains))]
+            return [(state, standard(name, values, state.domains))]
         for value in values:  # an unknown callee may write through `&x`
             if isinstance(value, tuple) and value and value[0] == "address-of":
                 self._store(value[1], UNKNOWN, state, context)
@@ -988,139 +896,6 @@ class _MacroBindings(dict):
 ARCH = "arch"
 REFUSED = ("refused",)
 _NOT_SIMPLE = object()
-
-
-def truth_of(value: Any) -> Any:
-    if value is UNKNOWN or isinstance(value, (Name, Sym)):
-        return UNKNOWN
-    if isinstance(value, Optional):
-        return UNKNOWN if value.value is UNKNOWN else value.value is not None
-    if isinstance(value, tuple):
-        return UNKNOWN
-    if isinstance(value, (Tensor, Ref, Closure, Device)):
-        return True
-    return bool(value)
-
-
-def concrete(value: Any, domains: Mapping[str, frozenset]) -> Any:
-    """The value, with a symbol resolved where its domain leaves it one value; else NeedSplit."""
-    if not isinstance(value, Sym):
-        return value
-    results = values_of(value, domains)
-    distinct = {_hashable(r) for r in results.values()}
-    if len(distinct) == 1:
-        return next(iter(results.values()))
-    raise NeedSplit(value.name, [frozenset([v]) for v in sorted(results, key=repr)])
-
-
-def combine(op: str, left: Any, right: Any, domains: Mapping[str, frozenset]) -> Any:
-    """`left op right` over constants, symbols and unknowns."""
-    if op not in BINARY:
-        return UNKNOWN
-    if isinstance(left, Sym) or isinstance(right, Sym):
-        if isinstance(left, Sym) and isinstance(right, Sym) and left.name != right.name:
-            # one function of one symbol at a time: the narrower one must be decided first
-            if len(domains[right.name]) <= len(domains[left.name]):
-                right = concrete(right, domains)
-            else:
-                left = concrete(left, domains)
-            return combine(op, left, right, domains)
-        if left is UNKNOWN or right is UNKNOWN or _opaque(left) or _opaque(right):
-            if op == "&&" and (truth_of(left) is False or truth_of(right) is False):
-                return False
-            return UNKNOWN
-        name = left.name if isinstance(left, Sym) else right.name
-        result = Sym(name, ("bin", op, lift(left), lift(right)))
-        try:
-            values_of(result, domains)
-        except (TypeError, ZeroDivisionError, KeyError):
-            return UNKNOWN
-        return result
-    if op == "&&" and (truth_of(left) is False or truth_of(right) is False):
-        return False
-    if op == "||" and (truth_of(left) is True or truth_of(right) is True):
-        return True
-    if op in ("&&", "||"):
-        truths = (truth_of(left), truth_of(right))
-        return UNKNOWN if UNKNOWN in truths else BINARY[op](*truths)
-    if op in ("==", "!=") and (left is None or right is None):
-        other = right if left is None else left
-        if other is UNKNOWN or isinstance(other, (Name, Optional)):
-            return UNKNOWN
-        return (other is None) == (op == "==")
-    if op in ("==", "!=") and isinstance(left, Name) and isinstance(right, Name):
-        return (left == right) == (op == "==") if left == right else UNKNOWN
-    if left is UNKNOWN or right is UNKNOWN or _opaque(left) or _opaque(right):
-        return UNKNOWN
-    try:
-        return BINARY[op](left, right)
-    except (TypeError, ZeroDivisionError):
-        return UNKNOWN
-
-
-def _opaque(value: Any) -> bool:
-    return isinstance(value, (Name, Tensor, Optional, Ref, Closure, Device, tuple)) or value is None
-
-
-def _unary(op: str, value: Any) -> Any:
-    if op not in UNARY:
-        return UNKNOWN
-    if isinstance(value, Sym):
-        return Sym(value.name, ("un", op, value.expr))
-    if op == "!":
-        truth = truth_of(value)
-        return UNKNOWN if truth is UNKNOWN else not truth
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return -value
-    return UNKNOWN
-
-
-def _standard(name: str, values: list, domains) -> Any:
-    if any(isinstance(v, Sym) for v in values):
-        values = [concrete(v, domains) for v in values]
-    if any(not isinstance(v, (int, float)) for v in values):
-        return UNKNOWN
-    return STANDARD[name](values)
-
-
-def merge(results: list) -> list:
-    """Paths that end alike become one, taken by the union of their inputs; paths taken by
-    the same inputs that differ only in what unknowns decided become one too, with the values
-    they disagree on unknown (a join: it loses nothing the inputs decide)."""
-    if len(results) < 2:
-        return results
-    groups: dict[tuple, tuple] = {}
-    for state, value in results:
-        key = state.key(value)
-        if key in groups:
-            groups[key][0].domains = groups[key][0].domains.union(state.domains)
-        else:
-            groups[key] = (state, value)
-    if len(groups) < 2:
-        return list(groups.values())
-    joined: dict[tuple, tuple] = {}
-    for state, value in groups.values():
-        key = (state.outcome(), _hashable(value), state.domains.key())
-        if key in joined:
-            _widen(joined[key][0], state)
-        else:
-            joined[key] = (state, value)
-    return list(joined.values())
-
-
-def _widen(into: State, other: State) -> None:
-    """`into` becomes the join of both: every variable or field they disagree on is unknown."""
-    if len(into.scopes) != len(other.scopes):
-        return
-    for mine, theirs in zip(into.scopes, other.scopes):
-        for name in set(mine) | set(theirs):
-            if _hashable(mine.get(name, UNKNOWN)) != _hashable(theirs.get(name, UNKNOWN)):
-                mine[name] = UNKNOWN
-    for identifier in set(into.heap) | set(other.heap):
-        mine, theirs = into.heap.setdefault(identifier, {}), other.heap.get(identifier, {})
-        for name in set(mine) | set(theirs):
-            if _hashable(mine.get(name, UNKNOWN)) != _hashable(theirs.get(name, UNKNOWN)):
-                mine[name] = UNKNOWN
 
 
 def _number(text: str) -> Any:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from lint_plugin.mine.cuda.calls import ARCH, FEATURES, HEAD_DIM, HEAD_DIMS, Backend, label
-from lint_plugin.mine.cuda.interpreter import Leaf
+from lint_plugin.mine.cuda.paths import Leaf
 from lint_plugin.mine.findings import NO_LAUNCH, Case, Site, with_backward
 from selector_patch.scenario import Condition
 

@@ -8,6 +8,10 @@ architecture). Where the dispatch branches on a symbolic value the interpreter s
 symbol's domain between the two arms, so each path knows exactly the inputs that take it. What
 the table of inputs does not cover (sequence lengths, strides, pointers) is `UNKNOWN`: a
 branch on it takes both arms, and a check on it may or may not fail.
+
+The operations (`combine`, `unary`, `truth_of`, `concrete`) work over all of these: a value
+needed as one constant while it still depends on a symbol raises `NeedSplit`, and the
+interpreter runs the statement again once per part of the symbol's domain.
 """
 
 from __future__ import annotations
@@ -166,3 +170,138 @@ class Region:
             else:
                 boxes.append(box)
         return Region(tuple(boxes))
+
+
+@dataclass(frozen=True)
+class Name:
+    """An identifier the sources do not bind: an enumerator, a type, a constant from a header."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A struct object on the heap (`Flash_fwd_params params;`), passed by reference."""
+
+    id: int
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """`&run_mha_bwd`: a library function held in a variable (`auto launch = &run_mha_bwd;`)."""
+
+    name: str
+
+
+class NeedSplit(Exception):
+    """A value needed concretely depends on an input symbol: split its domain into `parts`."""
+
+    def __init__(self, name: str, parts: list[frozenset]) -> None:
+        super().__init__(name)
+        self.name, self.parts = name, parts
+
+
+#: Pure standard functions, computed when their arguments are known.
+STANDARD = {"max": max, "min": min}
+
+
+def truth_of(value: Any) -> Any:
+    if value is UNKNOWN or isinstance(value, (Name, Sym)):
+        return UNKNOWN
+    if isinstance(value, Optional):
+        return UNKNOWN if value.value is UNKNOWN else value.value is not None
+    if isinstance(value, tuple):
+        return UNKNOWN
+    if isinstance(value, (Tensor, Ref, Closure, Device)):
+        return True
+    return bool(value)
+
+
+def concrete(value: Any, domains: Mapping[str, frozenset]) -> Any:
+    """The value, with a symbol resolved where its domain leaves it one value; else NeedSplit."""
+    if not isinstance(value, Sym):
+        return value
+    results = values_of(value, domains)
+    distinct = {hashable(r) for r in results.values()}
+    if len(distinct) == 1:
+        return next(iter(results.values()))
+    raise NeedSplit(value.name, [frozenset([v]) for v in sorted(results, key=repr)])
+
+
+def combine(op: str, left: Any, right: Any, domains: Mapping[str, frozenset]) -> Any:
+    """`left op right` over constants, symbols and unknowns."""
+    if op not in BINARY:
+        return UNKNOWN
+    if isinstance(left, Sym) or isinstance(right, Sym):
+        if isinstance(left, Sym) and isinstance(right, Sym) and left.name != right.name:
+            # one function of one symbol at a time: the narrower one must be decided first
+            if len(domains[right.name]) <= len(domains[left.name]):
+                right = concrete(right, domains)
+            else:
+                left = concrete(left, domains)
+            return combine(op, left, right, domains)
+        if left is UNKNOWN or right is UNKNOWN or _opaque(left) or _opaque(right):
+            if op == "&&" and (truth_of(left) is False or truth_of(right) is False):
+                return False
+            return UNKNOWN
+        name = left.name if isinstance(left, Sym) else right.name
+        result = Sym(name, ("bin", op, lift(left), lift(right)))
+        try:
+            values_of(result, domains)
+        except (TypeError, ZeroDivisionError, KeyError):
+            return UNKNOWN
+        return result
+    if op == "&&" and (truth_of(left) is False or truth_of(right) is False):
+        return False
+    if op == "||" and (truth_of(left) is True or truth_of(right) is True):
+        return True
+    if op in ("&&", "||"):
+        truths = (truth_of(left), truth_of(right))
+        return UNKNOWN if UNKNOWN in truths else BINARY[op](*truths)
+    if op in ("==", "!=") and (left is None or right is None):
+        other = right if left is None else left
+        if other is UNKNOWN or isinstance(other, (Name, Optional)):
+            return UNKNOWN
+        return (other is None) == (op == "==")
+    if op in ("==", "!=") and isinstance(left, Name) and isinstance(right, Name):
+        return (left == right) == (op == "==") if left == right else UNKNOWN
+    if left is UNKNOWN or right is UNKNOWN or _opaque(left) or _opaque(right):
+        return UNKNOWN
+    try:
+        return BINARY[op](left, right)
+    except (TypeError, ZeroDivisionError):
+        return UNKNOWN
+
+
+def _opaque(value: Any) -> bool:
+    return isinstance(value, (Name, Tensor, Optional, Ref, Closure, Device, tuple)) or value is None
+
+
+def unary(op: str, value: Any) -> Any:
+    if op not in UNARY:
+        return UNKNOWN
+    if isinstance(value, Sym):
+        return Sym(value.name, ("un", op, value.expr))
+    if op == "!":
+        truth = truth_of(value)
+        return UNKNOWN if truth is UNKNOWN else not truth
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return -value
+    return UNKNOWN
+
+
+def standard(name: str, values: list, domains) -> Any:
+    if any(isinstance(v, Sym) for v in values):
+        values = [concrete(v, domains) for v in values]
+    if any(not isinstance(v, (int, float)) for v in values):
+        return UNKNOWN
+    return STANDARD[name](values)
+
+
+def hashable(value: Any) -> Any:
+    """The value as a dict key or set member: itself, or its identity if unhashable."""
+    try:
+        hash(value)
+    except TypeError:
+        return id(value)
+    return value
