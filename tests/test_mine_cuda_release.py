@@ -131,8 +131,7 @@ def test_analyzer_and_harness_agree_and_nothing_is_dropped(mined, verdicts):
 def test_across_releases_the_refusal_becomes_a_silent_no_op(verdicts):
     releases = [history.Release(v, verdicts[v]) for v in RELEASES]
     found = {
-        (c["version"], c["change"], c["kind"], c["function"]): c
-        for c in history.changes(releases)
+        (c["version"], c["change"], c["kind"], c["function"]): c for c in history.changes(releases)
     }
     appears = found["2.7.3", "appears", "no-launch", "run_mha_bwd_hdim256"]
     assert appears["after"] == "sm86, sm89, sm120, sm121"

@@ -96,7 +96,21 @@ def _sources(args: argparse.Namespace) -> list[Callable[[], tuple[Kernel, Sequen
     path = args.kernel_source
     if _is_cuda_tree(path):
         return [lambda: _cuda(_cuda_source().from_directory(path))]
-    return [lambda: _cute(_cute_kernel().from_directory(path))]
+    return [lambda: _cute(_either_kernel(path))]
+
+
+def _either_kernel(path: Path):
+    """A flash-attn-4 tree; failing that, say what either kind of tree would hold."""
+    try:
+        return _cute_kernel().from_directory(path)
+    except SourceError as error:
+        if "flash_attn/cute/" not in str(error):
+            raise
+        raise SourceError(
+            path,
+            "no flash_attn/cute/ here, nor a flash_api.cpp under csrc/flash_attn/ or hopper/"
+            " (give the directory holding one)",
+        ) from None
 
 
 def _is_cuda_tree(path: Path) -> bool:
