@@ -2,8 +2,11 @@
 
 For each hazard the analyzer says whether the selector has the backend at all (else
 "not-applicable"), whether every witness already ends with the backend off (else the guard is
-missing), and where TE's own code puts such a filter (the anchor). The plan is plain data so the
-libcst command, `--check`, `--json` and the self-check all read the same decision.
+missing), and where TE's own code puts such a filter (the anchor). A guard that asks whether a
+backward will run, in a selector that cannot tell, first needs the backward signal
+(`lint_plugin.engine.anchors.backward_signal`): its statements are planned with the guards. The
+plan is plain data so the libcst command, `--check`, `--json` and the self-check all read the
+same decision.
 """
 
 from __future__ import annotations
@@ -12,9 +15,16 @@ import ast
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from codemods.render import render_guard
+from codemods.render import (
+    RenderError,
+    backward_field_source,
+    backward_query_source,
+    backward_read_source,
+    render_guard,
+)
 from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazard, selector
-from lint_plugin.engine.anchors import find_anchor
+from lint_plugin.engine.anchors import BackwardSignal, backward_signal, find_anchor
+from lint_plugin.engine.delegation import delegates
 from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS, find_selectors
 from selector_patch.registry import Hazard
 
@@ -29,12 +39,15 @@ class PlanError(Exception):
 
 @dataclass(frozen=True)
 class Insertion:
-    hazard: Hazard
-    #: The statement the guard goes next to, in `Plan.module`.
+    #: The hazard whose guard this is; None for a statement of the backward signal.
+    hazard: Hazard | None
+    #: The function whose filters it joins (a dispatcher's target, `delegation`).
+    function: ast.FunctionDef
+    #: The statement the new one goes next to, in `Plan.module`.
     anchor: ast.stmt
     #: "before" or "after" the anchor.
     position: str
-    #: The guard, indented like the anchor.
+    #: The new statement, indented like the anchor.
     source: str
 
 
@@ -75,18 +88,30 @@ def plan_insertions(
     except SyntaxError as error:
         raise PlanError(f"syntax error at line {error.lineno}: {error.msg}") from None
     function = selector_function(module, function_names)
-    prepared = selector(module, function)
     plan = Plan(module)
-    for hazard in hazards:
-        verdict = analyze_hazard(module, function, hazard, expect_guarded=expect_guarded)
-        if not verdict.applicable:
-            plan.statuses[hazard.id] = NOT_APPLICABLE
-        elif not verdict.reachable or _covered(hazard, [i.hazard for i in plan.insertions]):
-            plan.statuses[hazard.id] = ALREADY_GUARDED
-        else:
-            plan.statuses[hazard.id] = INSERTED
-            plan.missing[hazard.id] = verdict
-            plan.insertions.append(_insertion(hazard, prepared))
+    # A dispatcher's guards go into the functions that hold its filters (`delegation`).
+    for target in delegates(module, function):
+        prepared = selector(module, target)
+        for hazard in hazards:
+            verdict = analyze_hazard(module, target, hazard, expect_guarded=expect_guarded)
+            planned = [i.hazard for i in plan.insertions if i.function is target]
+            if not verdict.applicable:
+                plan.statuses.setdefault(hazard.id, NOT_APPLICABLE)
+            elif not verdict.reachable or _covered(hazard, planned):
+                if plan.statuses.get(hazard.id) != INSERTED:
+                    plan.statuses[hazard.id] = ALREADY_GUARDED
+            else:
+                plan.statuses[hazard.id] = INSERTED
+                plan.missing.setdefault(hazard.id, verdict)
+                plan.insertions.append(_insertion(hazard, prepared))
+        asking = [
+            insertion.hazard.id
+            for insertion in plan.insertions
+            if insertion.function is target
+            and any(condition.input == "backward" for condition in insertion.hazard.triggers)
+        ]
+        if asking and not prepared.dialect.sees_backward:
+            plan.insertions[:0] = _backward_signal(prepared, asking, plan)
     return plan
 
 
@@ -121,13 +146,38 @@ def _insertion(hazard: Hazard, prepared: Selector) -> Insertion:
     dialect = prepared.dialect
     if "logger" not in dialect.bound:
         raise PlanError(f"cannot insert {hazard.id}: the selector binds no `logger`")
-    anchor = find_anchor(prepared, hazard.section)
+    anchor = find_anchor(prepared, hazard.section, hazard.backend)
     if anchor is None:
         raise PlanError(
             f"cannot place {hazard.id}: no {hazard.section} filter section found"
             " (refactored selector?)"
         )
     indent = " " * anchor.statement.col_offset
-    return Insertion(
-        hazard, anchor.statement, anchor.position, render_guard(hazard, dialect, indent)
-    )
+    try:
+        source = render_guard(hazard, dialect, indent)
+    except RenderError as error:
+        raise PlanError(f"cannot insert {error}") from None
+    return Insertion(hazard, prepared.function, anchor.statement, anchor.position, source)
+
+
+def _backward_signal(prepared: Selector, asking: list[str], plan: Plan) -> list[Insertion]:
+    """The statements that let the selector tell a backward from a forward."""
+    places = backward_signal(prepared)
+    target = prepared.function
+    if not isinstance(places, BackwardSignal):
+        raise PlanError(f"cannot insert {', '.join(asking)}, which ask for a backward: {places}")
+    local = places.local
+    indent = " " * local.statement.col_offset
+    if places.last_field is None:
+        query = backward_query_source(indent)
+        return [Insertion(None, target, local.statement, local.position, query)]
+    read = backward_read_source(prepared.program.parameter, indent)
+    insertions = [Insertion(None, target, local.statement, local.position, read)]
+    if any(planned.anchor is places.last_field for planned in plan.insertions):
+        return insertions  # the field (and its import) another function of a dispatcher asked for
+    field = backward_field_source(places.field_function, " " * places.last_field.col_offset)
+    insertions.insert(0, Insertion(None, target, places.last_field, "after", field))
+    if places.import_after is not None:
+        importing = Insertion(None, target, places.import_after, "after", "import dataclasses\n")
+        insertions.insert(0, importing)
+    return insertions

@@ -2,15 +2,24 @@
 
 TE writes a filter as: the backend flag and the conditions in one `if`, the reason logged at
 debug level only when the package is installed (so users without it see no noise), then the
-flag set False. The text is laid out exactly as black (line length 100, TE's setting) would lay
-it out, so that a selector that passed `black --check` still does after the codemod.
+flag set False. A defect that a later kernel release fixed is tested on the installed version
+the way TE compares versions (`FlashAttentionUtils.fa4_version < PkgVersion("4.0.0b36")`), so
+the guard keeps the backend where the release accepts the call. The text is laid out exactly as
+black (line length 100, TE's setting) would lay it out, so that a selector that passed `black
+--check` still does after the codemod.
+
+The backward signal (`lint_plugin.engine.anchors.backward_signal`) is the `requires_backward`
+field, its read in the selector and the import they need; or, for a selector that takes keyword
+inputs, one local asking autograd.
 """
 
 from __future__ import annotations
 
 import json
 
-from lint_plugin.engine.dialect import Dialect
+from packaging.version import Version
+
+from lint_plugin.engine.dialect import BACKWARD_FIELD, Dialect
 from selector_patch.registry import Hazard
 
 LINE_LENGTH = 100
@@ -23,12 +32,38 @@ def architecture_source(architectures: tuple[tuple[int, int], ...]) -> str:
     return f"device_compute_capability in {tuple(architectures)!r}"
 
 
+class RenderError(Exception):
+    """The guard cannot be written in this module's names; the message says why."""
+
+
+def version_source(hazard: Hazard, dialect: Dialect) -> str | None:
+    """`<installed version> < Version("<fixed release>")`, for a defect a release fixed."""
+    fixed_in = hazard.evidence.fixed_in
+    if fixed_in is None:
+        return None
+    installed = dialect.version(hazard.backend)
+    constructor = next((n for n, f in dialect.module_functions.items() if f is Version), None)
+    if installed is None or constructor is None:
+        raise RenderError(
+            f"{hazard.id} holds only below {hazard.evidence.package} {fixed_in}, and the module"
+            " has no installed version or packaging `Version` to test that with"
+        )
+    return f"{installed} < {constructor}({json.dumps(fixed_in)})"
+
+
 def guard_operands(hazard: Hazard, dialect: Dialect) -> list[str]:
     """The `and`-ed operands of the guard's test, flag first, duplicates dropped."""
     operands = [dialect.flag(hazard.backend)]
-    operands += [dialect.condition_source(condition) for condition in hazard.triggers]
+    # A condition on an input the selector does not take (TE before 1.9 has no `is_training`)
+    # is left out: the guard then also fires without it, which is safe.
+    operands += [
+        dialect.condition_source(condition)
+        for condition in hazard.triggers
+        if dialect.sees(condition.input)
+    ]
+    operands.append(version_source(hazard, dialect))
     operands.append(architecture_source(hazard.architectures))
-    return list(dict.fromkeys(operands))
+    return list(dict.fromkeys(operand for operand in operands if operand is not None))
 
 
 def _if_header(operands: list[str], indent: str) -> list[str]:
@@ -79,3 +114,22 @@ def render_guard(hazard: Hazard, dialect: Dialect, indent: str = INDENT) -> str:
         lines += _debug_call(hazard.message, body)
     lines.append(f"{body}{flag} = False")
     return "\n".join(lines) + "\n"
+
+
+def backward_field_source(field_function: str, indent: str = INDENT) -> str:
+    """The `AttentionParams` field whose default is autograd's state at construction."""
+    return (
+        f"{indent}# Whether a backward will run: autograd's state when the params are built; a"
+        f" field,\n{indent}# so the backend cache never reuses a forward-only selection for it.\n"
+        f"{indent}{BACKWARD_FIELD}: bool = {field_function}(default_factory=torch.is_grad_enabled)\n"
+    )
+
+
+def backward_query_source(indent: str = INDENT) -> str:
+    """For a selector that takes keyword inputs: autograd's state, asked as it selects."""
+    return f"{indent}{BACKWARD_FIELD} = torch.is_grad_enabled()\n"
+
+
+def backward_read_source(parameter: str, indent: str = INDENT) -> str:
+    """The selector's local, read like its neighbours (`is_training = params.is_training`)."""
+    return f"{indent}{BACKWARD_FIELD} = {parameter}.{BACKWARD_FIELD}\n"

@@ -32,11 +32,26 @@ def _evidence(code: str) -> list[str]:
     where = f"{evidence.file}:{evidence.line}" if evidence.line else evidence.file
     archs = ", ".join(f"sm{10 * major + minor}" for major, minor in hazard.architectures)
     triggers = " and ".join(str(condition) for condition in hazard.triggers)
+    spellings = [
+        f"  - {spelling.affected}: `{spelling.text}`"
+        + (f" (line {spelling.line})" if spelling.line else "")
+        for spelling in evidence.spellings
+    ]
+    fixed = (
+        [
+            f"- Fixed in `{evidence.package}` {evidence.fixed_in}: the guard keeps"
+            f" {hazard.role.display} from there on"
+        ]
+        if evidence.fixed_in
+        else []
+    )
     return [
         "## The hazard",
         "",
         f"- Selected: {hazard.role.display}, when {triggers}, on {archs}",
         f"- Kernel: `{evidence.package}` {evidence.affected}, `{where}`",
+        *(["- Spelt differently by older releases:", *spellings] if spellings else []),
+        *fixed,
         f'- The filter logs: "{hazard.message}"',
         "",
     ]

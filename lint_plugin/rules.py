@@ -41,10 +41,13 @@ class Rule:
 _TE2 = """
 import os
 
+from packaging.version import Version as PkgVersion
+
 
 class FlashAttentionUtils:
     is_installed = False
     v4_is_installed = False
+    fa4_version = PkgVersion("0")
 
 
 def get_attention_backend(attention_params=None):
@@ -53,6 +56,7 @@ def get_attention_backend(attention_params=None):
     attention_dropout = attention_params.attention_dropout
     deterministic = attention_params.deterministic
     is_training = attention_params.is_training
+{backward}    num_splits = attention_params.num_splits
     device_compute_capability = get_device_compute_capability()
 
     use_flash_attention = int(os.environ.get("NVTE_FLASH_ATTN", "1"))
@@ -64,6 +68,13 @@ def get_attention_backend(attention_params=None):
     if device_compute_capability < (9, 0):
         use_flash_attention_4 = False
 {compute_capability}
+    # Filter: num_splits
+    if num_splits != 1:
+        if use_flash_attention_2:
+            use_flash_attention_2 = False
+        if use_flash_attention_4 and device_compute_capability < (10, 0):
+            use_flash_attention_4 = False
+{num_splits}
     # Filter: Head dimension
     fa2_padded_head_dim = max(head_dim_qk, head_dim_v)
     if use_flash_attention_2 and (
@@ -88,19 +99,31 @@ def get_attention_backend(attention_params=None):
     use_flash_attention = use_flash_attention_2 or use_flash_attention_4
     return use_flash_attention, use_unfused_attention
 """
+#: The selector's read of the backward signal (TE upstream's `requires_backward`).
+_BACKWARD_READ = "    requires_backward = attention_params.requires_backward\n"
 
 
-def te2_example(**filters: str) -> str:
-    """A TE 2.x-shaped selector with `filters` in their slots (also for tests of such shapes)."""
-    slots = ("compute_capability", "head_dim", "dropout", "determinism", "late")
-    return _TE2.format(**{slot: filters.get(slot, "") for slot in slots})
+def te2_example(backward: bool = True, **filters: str) -> str:
+    """A TE 2.x-shaped selector with `filters` in their slots (also for tests of such shapes);
+    with `backward`, it reads `requires_backward` as TE upstream does."""
+    slots = ("compute_capability", "num_splits", "head_dim", "dropout", "determinism", "late")
+    return _TE2.format(
+        backward=_BACKWARD_READ if backward else "",
+        **{slot: filters.get(slot, "") for slot in slots},
+    )
 
+
+_SEED_000_GUARD = """
+    if use_flash_attention_4 and deterministic and is_training:
+        if device_compute_capability[0] == 12:
+            use_flash_attention_4 = False
+"""
 
 FA4_VALID = (
-    # the seed's guard, spelt with the major version
+    # TE upstream's guard: the whole 12.x family, keyed on the backward
     te2_example(
         determinism="""
-    if use_flash_attention_4 and deterministic and is_training:
+    if use_flash_attention_4 and deterministic and requires_backward:
         if device_compute_capability[0] == 12:
             use_flash_attention_4 = False
 """
@@ -111,7 +134,7 @@ FA4_VALID = (
     if (
         use_flash_attention_4
         and deterministic
-        and is_training
+        and requires_backward
         and device_compute_capability in ((12, 0), (12, 1))
     ):
         use_flash_attention_4 = False
@@ -120,7 +143,7 @@ FA4_VALID = (
     # a range over versions, conditions in another order
     te2_example(
         determinism="""
-    if (12, 0) <= device_compute_capability < (13, 0) and is_training and deterministic:
+    if (12, 0) <= device_compute_capability < (13, 0) and requires_backward and deterministic:
         use_flash_attention_4 = False
 """
     ),
@@ -128,7 +151,7 @@ FA4_VALID = (
     te2_example(
         determinism="""
     if deterministic:
-        if is_training:
+        if requires_backward:
             if device_compute_capability[0] == 12:
                 if FlashAttentionUtils.v4_is_installed:
                     print("Disabling FlashAttention 4 for deterministic backward on sm120")
@@ -142,29 +165,49 @@ FA4_VALID = (
         nonlocal use_flash_attention_4
         use_flash_attention_4 = False
 
-    if deterministic and is_training and device_compute_capability[0] == 12:
+    if deterministic and requires_backward and device_compute_capability[0] == 12:
         _disable_flash_attention_4()
 """
     ),
     # placed in another section: still off at the return
     te2_example(
         compute_capability="""
-    if device_compute_capability[0] == 12 and deterministic and is_training:
+    if device_compute_capability[0] == 12 and deterministic and requires_backward:
         use_flash_attention_4 = False
 """
     ),
     # switching off every flash backend through the shared flag counts too
     te2_example(
         determinism="""
-    if deterministic and is_training and device_compute_capability[0] == 12:
+    if deterministic and requires_backward and device_compute_capability[0] == 12:
         use_flash_attention = False
 """
+    ),
+    # a fork that asks autograd itself
+    te2_example(
+        backward=False,
+        determinism="""
+    if deterministic and torch.is_grad_enabled() and device_compute_capability[0] == 12:
+        use_flash_attention_4 = False
+""",
+    ),
+    # over-broad, but safe: every deterministic call on 12.x
+    te2_example(
+        backward=False,
+        determinism="""
+    if deterministic and device_compute_capability[0] == 12:
+        use_flash_attention_4 = False
+""",
     ),
 )
 
 FA4_INVALID = (
     # TE 2.15 - 2.20: no FA4 filter for determinism at all
-    te2_example(),
+    te2_example(backward=False),
+    # seed 000's guard keys on training mode: a backward of a module in eval() still asserts
+    te2_example(backward=False, determinism=_SEED_000_GUARD),
+    # the same, in a selector that could have asked for the backward
+    te2_example(determinism=_SEED_000_GUARD),
     # a guard that a later statement undoes
     te2_example(
         determinism="""
@@ -197,6 +240,55 @@ FA4_INVALID = (
         use_flash_attention = False
 """
     ),
+)
+
+# Guards beside TE's own FA4 split-KV filter, inside `if num_splits != 1:`.
+_SPLIT_KV_GUARD = """
+        if use_flash_attention_4 and num_splits > 1 and device_compute_capability[0] == 12:
+            use_flash_attention_4 = False
+"""
+_SPLIT_HEURISTIC_GUARD = """
+        if (
+            use_flash_attention_4
+            and num_splits < 1
+            and FlashAttentionUtils.fa4_version < PkgVersion("4.0.0b36")
+            and device_compute_capability[0] == 12
+        ):
+            use_flash_attention_4 = False
+"""
+#: Every num_splits but 1 refused on 12.x, whatever the FA4 release accepts.
+_ALL_SPLITS_GUARD = """
+        if use_flash_attention_4 and device_compute_capability[0] == 12:
+            use_flash_attention_4 = False
+"""
+
+SPLIT_KV_VALID = (
+    te2_example(num_splits=_SPLIT_KV_GUARD),
+    # safe, if over-broad
+    te2_example(num_splits=_ALL_SPLITS_GUARD),
+)
+
+SPLIT_KV_INVALID = (
+    # TE 2.15 - 2.20: FA4 split-KV is refused below SM 10.0 only
+    te2_example(),
+    # refused on sm120 only: sm121 runs the same kernel
+    te2_example(num_splits=_SPLIT_KV_GUARD.replace("[0] == 12", " == (12, 0)")),
+)
+
+SPLIT_HEURISTIC_VALID = (
+    # refused only by the releases that refuse it
+    te2_example(num_splits=_SPLIT_HEURISTIC_GUARD),
+    # safe, if over-broad: also refused where 4.0.0b36 would accept it
+    te2_example(num_splits=_ALL_SPLITS_GUARD),
+)
+
+SPLIT_HEURISTIC_INVALID = (
+    # TE 2.15 - 2.20: FA4 split-KV is refused below SM 10.0 only
+    te2_example(),
+    # split-KV refused, the heuristic (num_splits < 1) let through
+    te2_example(num_splits=_SPLIT_KV_GUARD),
+    # the version test the wrong way round: refused only by the release that accepts it
+    te2_example(num_splits=_SPLIT_HEURISTIC_GUARD.replace("fa4_version <", "fa4_version >=")),
 )
 
 _FA2_GUARD = """
@@ -367,7 +459,12 @@ def _coverage_rule(code: str, topic: str, input_name: str, valid, invalid) -> Ru
     )
 
 
-_HAZARD_EXAMPLES = {"TEA001": (FA4_VALID, FA4_INVALID), "TEA002": (FA2_VALID, FA2_INVALID)}
+_HAZARD_EXAMPLES = {
+    "TEA001": (FA4_VALID, FA4_INVALID),
+    "TEA002": (FA2_VALID, FA2_INVALID),
+    "TEA003": (SPLIT_KV_VALID, SPLIT_KV_INVALID),
+    "TEA004": (SPLIT_HEURISTIC_VALID, SPLIT_HEURISTIC_INVALID),
+}
 
 RULES: dict[str, Rule] = {
     rule.code: rule

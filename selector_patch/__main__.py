@@ -3,9 +3,10 @@
 `python -m selector_patch run SCRIPT [ARGS ...]`.
 
 `verify` exits 0 when no hazard is reachable and no control fails, 1 otherwise, 2 when the source
-cannot be resolved or loaded (one line `path: cause` on stderr). `table` prints (or writes) the
-selection table and exits 0, or 2 like `verify`. `run` runs a script with the runtime patch
-installed on TE's import; its exit status is the script's.
+cannot be resolved or loaded, or its selector fails while running (one line `path: cause` on
+stderr; never a traceback). `table` prints (or writes) the selection table and exits 0, or 2 like
+`verify`. `run` runs a script with the runtime patch installed on TE's import; its exit status is
+the script's.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def verify_command(args: argparse.Namespace) -> int:
-    from selector_patch.harness import LoadError, OpaqueDecision, load_selector
+    from selector_patch.harness import LoadError, load_selector
     from selector_patch.verify import verify
 
     try:
@@ -62,8 +63,8 @@ def verify_command(args: argparse.Namespace) -> int:
         return _error(str(error))
     try:
         reports = verify(selector, hazards)
-    except OpaqueDecision as error:
-        return _error(f"{source.path}: {error}")
+    except LoadError as error:
+        return _error(str(error))
     if args.json:
         report = {
             "source": str(source.path),
@@ -79,7 +80,7 @@ def verify_command(args: argparse.Namespace) -> int:
 
 
 def table_command(args: argparse.Namespace) -> int:
-    from selector_patch.harness import LoadError, OpaqueDecision
+    from selector_patch.harness import LoadError
     from selector_patch.table import RENDERERS, build
 
     try:
@@ -87,8 +88,6 @@ def table_command(args: argparse.Namespace) -> int:
         text = RENDERERS[args.format](build(source, patched=args.patched))
     except (SourceError, LoadError) as error:
         return _error(str(error))
-    except OpaqueDecision as error:
-        return _error(f"{source.path}: {error}")
     if args.output is None:
         sys.stdout.write(text)
         return EXIT_OK

@@ -21,6 +21,24 @@ def code_objects(function: types.FunctionType) -> Iterator[types.CodeType]:
         pending.extend(const for const in code.co_consts if isinstance(const, types.CodeType))
 
 
+def reached_functions(function: types.FunctionType) -> list[types.FunctionType]:
+    """`function` and the functions of its own module that it names, transitively: what a
+    dispatcher delegates to (`return get_attention_backend_cuda(params)`)."""
+    namespace = function.__globals__
+    reached = [function]
+    for current in reached:  # grows while it is walked
+        for code in code_objects(current):
+            for name in code.co_names:
+                value = namespace.get(name)
+                if (
+                    isinstance(value, types.FunctionType)
+                    and value.__globals__ is namespace
+                    and value not in reached
+                ):
+                    reached.append(value)
+    return reached
+
+
 def written_globals(function: types.FunctionType) -> frozenset[str]:
     """Module globals `function` assigns or deletes."""
     return frozenset(

@@ -34,19 +34,42 @@ ISOLATING_ENV = {
 
 
 @dataclass(frozen=True)
+class Spelling:
+    """How one range of kernel releases writes the refusal (the check moved and changed)."""
+
+    affected: str
+    text: str
+    #: In the newest release of the range.
+    line: int | None = None
+
+
+@dataclass(frozen=True)
 class Evidence:
     """Where the kernel library itself refuses (or silently mishandles) the case."""
 
     package: str
     file: str
+    #: The newest affected release's check, at `line`.
     text: str
     #: Versions of `package` that carry the defect, as a PEP 440 specifier.
     affected: str
     line: int | None = None
     reference: str = ""
+    #: Where releases spell the check differently: each range of `affected` and its text.
+    spellings: tuple[Spelling, ...] = ()
 
     def affects(self, version: str) -> bool:
         return SpecifierSet(self.affected, prereleases=True).contains(Version(version))
+
+    @property
+    def fixed_in(self) -> str | None:
+        """The first release that no longer refuses (an upper bound of `affected`), if any.
+
+        A guard for a defect that a later release fixed must keep the backend for that release
+        and newer ones, so it also tests the installed version (`Hazard.guard_fires`).
+        """
+        bounds = [s.version for s in SpecifierSet(self.affected) if s.operator == "<"]
+        return min(bounds, key=Version) if bounds else None
 
 
 @dataclass(frozen=True)
@@ -55,8 +78,6 @@ class Control:
 
     name: str
     changes: Mapping[str, Any]
-    #: Only meaningful where the selector can tell this input apart (e.g. `requires_backward`).
-    needs: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,7 +89,8 @@ class Hazard:
     triggers: tuple[Condition, ...]
     message: str
     #: Where a guard belongs, by meaning: "determinism" (inside TE's determinism filters, before
-    #: the flags are recombined) or "head_dim" (right after TE's FA2 head-dim check).
+    #: the flags are recombined), "head_dim" (right after TE's FA2 head-dim check) or
+    #: "num_splits" (right after TE's split-KV filter for the backend).
     section: str
     evidence: Evidence
     #: Kernel version to install on the virtual device for witnesses (an affected one).
@@ -88,8 +110,20 @@ class Hazard:
 
     def guard_fires(self, scenario: Scenario) -> bool:
         """True iff this hazard's guard switches its backend off for `scenario`."""
-        return scenario.compute_capability in self.architectures and all(
-            condition.holds(scenario) for condition in self.triggers
+        return (
+            scenario.compute_capability in self.architectures
+            and all(condition.holds(scenario) for condition in self.triggers)
+            and not self.fixed_for(scenario)
+        )
+
+    def fixed_for(self, scenario: Scenario) -> bool:
+        """Whether the scenario's kernel is at or past the release that fixed the defect."""
+        fixed_in = self.evidence.fixed_in
+        installed = getattr(scenario, PACKAGE_FIELD[self.backend])
+        return (
+            fixed_in is not None
+            and installed is not None
+            and Version(installed) >= Version(fixed_in)
         )
 
     def triggered_by(self, scenario: Scenario) -> bool:
@@ -110,6 +144,8 @@ class Hazard:
                 values[condition.input] = round(condition.value + 0.1, 6)
             elif condition.op == ">" and isinstance(condition.value, int):
                 values[condition.input] = condition.value + 1  # e.g. num_splits > 1
+            elif condition.op == "<" and isinstance(condition.value, int):
+                values[condition.input] = condition.value - 1  # e.g. num_splits < 1
             else:
                 raise ValueError(f"{self.id}: cannot derive a witness value for {condition}")
         return values
@@ -160,28 +196,28 @@ class Hazard:
             "message": self.message,
             "section": self.section,
             "evidence": {
-                k: v for k, v in dataclasses.asdict(self.evidence).items() if v is not None
+                k: [_present(spelling) for spelling in v] if k == "spellings" else v
+                for k, v in dataclasses.asdict(self.evidence).items()
+                if v is not None and v != ()
             },
             "kernel_version": self.kernel_version,
             "older_kernel_versions": list(self.older_kernel_versions),
             "witness_shapes": [dict(shape) for shape in self.witness_shapes],
-            "controls": [
-                {
-                    "name": c.name,
-                    "changes": _plain(c.changes),
-                    **({"needs": c.needs} if c.needs else {}),
-                }
-                for c in self.controls
-            ],
+            "controls": [{"name": c.name, "changes": _plain(c.changes)} for c in self.controls],
             "te_releases": self.te_releases,
         }
 
+
+#: Where flash-attn-4 refuses on SM 12.x: its CuTe interface, branch `arch // 10 == 12`.
+FA4_INTERFACE = "flash_attn/cute/interface.py"
+#: Every architecture of the SM 12.x family that flash-attn-4 runs its SM 12.0 kernels on.
+SM12X = ((12, 0), (12, 1))
 
 FA4_SM12X_DETERMINISTIC_BACKWARD = Hazard(
     id="TEA001",
     backend="FA4",
     title="FlashAttention 4 chosen for deterministic backward on SM 12.x",
-    architectures=((12, 0), (12, 1)),
+    architectures=SM12X,
     triggers=(
         Condition("deterministic", "==", True),
         Condition("backward", "==", True),
@@ -193,18 +229,114 @@ FA4_SM12X_DETERMINISTIC_BACKWARD = Hazard(
     section="determinism",
     evidence=Evidence(
         package="flash-attn-4",
-        file="flash_attn/cute/interface.py",
-        line=1401,
+        file=FA4_INTERFACE,
+        line=2352,
         text='assert deterministic is False, "deterministic backward not supported on SM 12.0"',
-        affected=">=4.0.0b24",
-        reference="backward, branch `arch // 10 == 12`; seen 4.0.0b24 through 4.0.0b36",
+        affected=">=4.0.0b5",
+        reference=(
+            "backward (`_flash_attn_bwd`), branch `arch // 10 == 12`: the same assert in every"
+            " release with an SM 12.x path, 4.0.0b5 (line 1028) through 4.0.0b36; 4.0.0b4 and"
+            " older refuse SM 12.x altogether. DotProductAttention passes `deterministic` to FA4"
+            " whenever it has no inference params, so a backward of a module in eval() asserts"
+            " too"
+        ),
     ),
     kernel_version="4.0.0b24",
+    older_kernel_versions=("4.0.0b36",),
+    witness_shapes=({}, {"training": False}),
     controls=(
-        Control("eval", {"training": False, "backward": False}),
-        Control("forward only", {"backward": False}, needs="requires_backward"),
-        Control("nondeterministic training", {"deterministic": False}),
+        Control("forward-only eval", {"training": False, "backward": False}),
+        Control("forward only", {"backward": False}),
+        Control("nondeterministic", {"deterministic": False}),
         Control("sm90", {"compute_capability": (9, 0)}),
+        Control("sm100", {"compute_capability": (10, 0)}),
+    ),
+    te_releases="2.15.0 onward",
+)
+
+FA4_SM12X_SPLIT_KV_FORWARD = Hazard(
+    id="TEA003",
+    backend="FA4",
+    title="FlashAttention 4 chosen for split-KV (num_splits > 1) on SM 12.x",
+    architectures=SM12X,
+    triggers=(Condition("num_splits", ">", 1),),
+    message=(
+        "Disabling FlashAttention 4 for num_splits > 1 on sm120: the CuTe SM 12.0 forward"
+        " kernel does not support split-KV."
+    ),
+    section="num_splits",
+    evidence=Evidence(
+        package="flash-attn-4",
+        file=FA4_INTERFACE,
+        line=417,
+        text='assert num_splits <= 1, "SM120 forward only supports num_splits=1"',
+        affected=">=4.0.0b5",
+        reference=(
+            "forward, branch `arch // 10 == 12` (in `_flash_attn_fwd` before 4.0.0b22, where"
+            " `is_split_kv = num_splits > 1`): a forward refusal, so eval and inference assert"
+            " too. TE passes `num_splits` to FA4 and its own FA4 split-KV filter only excludes"
+            " SM < 10.0"
+        ),
+        spellings=(
+            Spelling(
+                ">=4.0.0b22,<4.0.0b36",
+                'assert num_splits == 1, "SM120 forward only supports num_splits=1"',
+                417,
+            ),
+            Spelling(
+                ">=4.0.0b5,<4.0.0b22",
+                'assert not is_split_kv, "SplitKV not supported on SM 12.0 in this PR"',
+                944,
+            ),
+        ),
+    ),
+    kernel_version="4.0.0b24",
+    older_kernel_versions=("4.0.0b36",),
+    witness_shapes=({}, {"training": False, "backward": False}),
+    controls=(
+        Control("num_splits 1", {"num_splits": 1}),
+        Control("sm100", {"compute_capability": (10, 0)}),
+        Control("sm90", {"compute_capability": (9, 0)}),
+    ),
+    te_releases="2.15.0 onward",
+)
+
+FA4_SM12X_SPLIT_HEURISTIC_FORWARD = Hazard(
+    id="TEA004",
+    backend="FA4",
+    title="FlashAttention 4 < 4.0.0b36 chosen for its split heuristic (num_splits < 1) on SM 12.x",
+    architectures=SM12X,
+    triggers=(Condition("num_splits", "<", 1),),
+    message=(
+        "Disabling FlashAttention 4 < 4.0.0b36 for num_splits < 1 on sm120: its CuTe SM 12.0"
+        " forward kernel only supports num_splits=1."
+    ),
+    section="num_splits",
+    evidence=Evidence(
+        package="flash-attn-4",
+        file=FA4_INTERFACE,
+        line=417,
+        text='assert num_splits == 1, "SM120 forward only supports num_splits=1"',
+        affected=">=4.0.0b5,<4.0.0b36",
+        reference=(
+            "forward, branch `arch // 10 == 12`. num_splits < 1 asks FA4's split heuristic:"
+            " before 4.0.0b22 the SM 12.0 forward refuses whenever the heuristic splits, then"
+            " refuses it outright; 4.0.0b36 accepts it on SM 12.x (`assert num_splits <= 1`, then"
+            " `num_splits = 1`), so the guard keeps FA4 from 4.0.0b36 on"
+        ),
+        spellings=(
+            Spelling(
+                ">=4.0.0b5,<4.0.0b22",
+                'assert not is_split_kv, "SplitKV not supported on SM 12.0 in this PR"',
+                944,
+            ),
+        ),
+    ),
+    kernel_version="4.0.0b24",
+    witness_shapes=({}, {"training": False, "backward": False}),
+    controls=(
+        Control("num_splits 1", {"num_splits": 1}),
+        Control("FA4 4.0.0b36", {"flash_attn_4": "4.0.0b36"}),
         Control("sm100", {"compute_capability": (10, 0)}),
     ),
     te_releases="2.15.0 onward",
@@ -244,8 +376,8 @@ FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD = Hazard(
     ),
     controls=(
         Control("no dropout", {"attention_dropout": 0.0}),
-        Control("eval", {"training": False, "backward": False}),
-        Control("forward only", {"backward": False}, needs="requires_backward"),
+        Control("forward-only eval", {"training": False, "backward": False}),
+        Control("forward only", {"backward": False}),
         Control("head dim 192", {"head_dim_qk": 192, "head_dim_v": 192}),
         Control("sm100", {"compute_capability": (10, 0)}),
         Control("sm90", {"compute_capability": (9, 0)}),
@@ -254,8 +386,13 @@ FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD = Hazard(
     te_releases="1.9 onward (FA2 head dim > 192 on sm120 admitted from 2.1)",
 )
 
-SECTIONS = ("determinism", "head_dim")
+SECTIONS = ("determinism", "head_dim", "num_splits")
 HAZARD_ID = re.compile(r"TEA0[0-9]{2}")
+
+
+def _present(values: Mapping[str, Any]) -> dict[str, Any]:
+    """TOML has no null: keys whose value is None are left out."""
+    return {k: v for k, v in values.items() if v is not None}
 
 
 def _plain(changes: Mapping[str, Any]) -> dict[str, Any]:
@@ -310,9 +447,10 @@ def _hazard_from_mapping(data: Mapping[str, Any], where: str) -> Hazard:
             )
         except ValueError as error:
             raise ValueError(f"{at}: {error}") from None
-    evidence_data = _require(data, "evidence", dict, where)
+    evidence_data = dict(_require(data, "evidence", dict, where))
     try:
-        evidence = Evidence(**evidence_data)
+        spellings = tuple(Spelling(**s) for s in evidence_data.pop("spellings", ()))
+        evidence = Evidence(**evidence_data, spellings=spellings)
     except TypeError as error:
         raise ValueError(f"{where}.evidence: {error}") from None
     controls = tuple(
@@ -322,7 +460,6 @@ def _hazard_from_mapping(data: Mapping[str, Any], where: str) -> Hazard:
                 k: tuple(v) if isinstance(v, list) else v
                 for k, v in _require(control, "changes", dict, f"{where}.controls[{index}]").items()
             },
-            control.get("needs"),
         )
         for index, control in enumerate(data.get("controls", []))
     )
@@ -346,7 +483,12 @@ def _hazard_from_mapping(data: Mapping[str, Any], where: str) -> Hazard:
     )
 
 
-HAZARDS: tuple[Hazard, ...] = (FA4_SM12X_DETERMINISTIC_BACKWARD, FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD)
+HAZARDS: tuple[Hazard, ...] = (
+    FA4_SM12X_DETERMINISTIC_BACKWARD,
+    FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD,
+    FA4_SM12X_SPLIT_KV_FORWARD,
+    FA4_SM12X_SPLIT_HEURISTIC_FORWARD,
+)
 
 
 def get_hazard(hazard_id: str) -> Hazard:

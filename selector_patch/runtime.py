@@ -13,6 +13,13 @@ The registry message is logged once per configuration on TE's "DotProductAttenti
 A backend is switched off by the most specific variable the selector reads (`Role.switches`):
 TE 2.15 - 2.17 read no `NVTE_FLASH_ATTN_V4`, so there FA4 is switched off with
 `NVTE_FLASH_ATTN=0`, which also takes FA2 / FA3 out of that one re-run.
+
+Whether a backward will run is autograd's state when the params are built, as in the codemod:
+`install()` puts in the module's `AttentionParams` a subclass with the `requires_backward` field
+(default: `torch.is_grad_enabled()`), which `DotProductAttention` constructs through the module
+attribute. The field is compared by the params' own `__eq__`, so TE's backend cache (which
+reselects only when the params differ) never hands a forward-only FA4 choice to a call that
+will run a backward. Params built elsewhere, without the field, are read at selection time.
 """
 
 from __future__ import annotations
@@ -32,9 +39,12 @@ from selector_patch.bytecode import names_constant
 from selector_patch.config import load_config
 from selector_patch.registry import PACKAGE_FIELD, Hazard
 from selector_patch.roles import ROLES
-from selector_patch.scenario import Scenario
+from selector_patch.scenario import OPTIONAL_FEATURES, Scenario
 
 SELECTOR = "get_attention_backend"
+PARAMS = "AttentionParams"
+#: The field saying a backward will run, as TE upstream and the codemod name it.
+BACKWARD_FIELD = "requires_backward"
 #: Where TE's callers look the selector up, newest layout first.
 SELECTOR_MODULES = (
     "transformer_engine.pytorch.attention.dot_product_attention.utils",
@@ -50,6 +60,8 @@ class _Patch:
     hazards: tuple[Hazard, ...]
     #: The module's `os`, when the patch replaced it with `scoped_env.OS_VIEW`.
     replaced_os: types.ModuleType | None
+    #: The module's `AttentionParams`, when the patch gave it the backward signal.
+    replaced_params: type | None
     logged: set[tuple[str, Scenario]] = dataclasses.field(default_factory=set)
 
 
@@ -78,18 +90,50 @@ def trigger_scenario(module: types.ModuleType, params: Any) -> Scenario:
     fields = {field.name for field in dataclasses.fields(params)}
     head_dim_qk = params.head_dim_qk if "head_dim_qk" in fields else params.head_dim
     head_dim_v = params.head_dim_v if "head_dim_v" in fields else params.head_dim
+    backward = getattr(params, BACKWARD_FIELD) if BACKWARD_FIELD in fields else None
+    if backward is None:
+        import torch  # imported by TE long before it selects; `selector_patch` itself must not
+
+        backward = torch.is_grad_enabled()
     return Scenario(
         compute_capability=tuple(module.get_device_compute_capability()),
         deterministic=bool(params.deterministic),
         training=bool(params.is_training),
-        backward=bool(
-            params.requires_backward if "requires_backward" in fields else params.is_training
-        ),
+        backward=bool(backward),
         attention_dropout=float(params.attention_dropout),
         head_dim_qk=head_dim_qk,
         head_dim_v=head_dim_v,
+        **{name: getattr(params, name) for name in OPTIONAL_FEATURES if name in fields},
         **{field: installed_version(module, role) for role, field in PACKAGE_FIELD.items()},
     )
+
+
+def with_backward_signal(params_class: type) -> type:
+    """`AttentionParams` with a `requires_backward` field read from autograd at construction.
+
+    A subclass whose equality is the base class's own (TE's `__eq__` compares `fp8_meta` by
+    its recipe only) and, on top, the same `requires_backward`.
+    """
+    import torch  # TE has imported it; importing `selector_patch` must not
+
+    def __eq__(self, other):
+        if isinstance(other, signalled) and self.requires_backward != other.requires_backward:
+            return False
+        return params_class.__eq__(self, other)
+
+    signalled = dataclasses.make_dataclass(
+        params_class.__name__,
+        [(BACKWARD_FIELD, bool, dataclasses.field(default_factory=torch.is_grad_enabled))],
+        bases=(params_class,),
+        eq=False,
+        namespace={
+            "__module__": params_class.__module__,
+            "__doc__": params_class.__doc__,
+            "__eq__": __eq__,
+        },
+    )
+    signalled.__qualname__ = params_class.__qualname__
+    return signalled
 
 
 def switch(selector: Callable[..., Any], role: str) -> str:
@@ -151,17 +195,24 @@ def install(
     with _lock:
         if module not in _patches:
             replaced_os = os if module.__dict__.get("os") is os else None
-            patch = _Patch(module.__dict__[SELECTOR], hazards, replaced_os)
+            params_class = module.__dict__.get(PARAMS)
+            needs_signal = dataclasses.is_dataclass(params_class) and BACKWARD_FIELD not in {
+                field.name for field in dataclasses.fields(params_class)
+            }
+            replaced_params = params_class if needs_signal else None
+            patch = _Patch(module.__dict__[SELECTOR], hazards, replaced_os, replaced_params)
             if replaced_os is not None:
                 module.os = scoped_env.OS_VIEW
+            if replaced_params is not None:
+                module.__dict__[PARAMS] = with_backward_signal(replaced_params)
             module.__dict__[SELECTOR] = _wrap(module, patch)
             _patches[module] = patch
     return module
 
 
 def uninstall(module: types.ModuleType | None = None) -> None:
-    """Put back the original selector function object (and `os`) of every patched module, or
-    of `module` only."""
+    """Put back the original selector function object (and `os`, `AttentionParams`) of every
+    patched module, or of `module` only."""
     with _lock:
         for patched in [module] if module is not None else list(_patches):
             patch = _patches.pop(patched, None)
@@ -170,3 +221,5 @@ def uninstall(module: types.ModuleType | None = None) -> None:
             patched.__dict__[SELECTOR] = patch.original
             if patch.replaced_os is not None:
                 patched.os = patch.replaced_os
+            if patch.replaced_params is not None:
+                patched.__dict__[PARAMS] = patch.replaced_params

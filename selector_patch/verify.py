@@ -3,14 +3,15 @@
 Per hazard it answers three questions against TE's own code on the virtual device:
 
 - applicable: does the selector have the hazard's backend at all (one of the role's flag names
-  occurs in its source)?
+  occurs in its source), and can its `AttentionParams` ask for the optional features the hazard
+  triggers on (`num_splits`, ...)?
 - reachable: does any witness (an input inside the hazard) select that backend? The first one
   that does is reported.
 - controls: for each witness and each of the hazard's controls (inputs just outside it), is the
   backend still selected (passed)? A control *fails* only when the backend was not selected and
   TE's log for that call carries the hazard's own message, i.e. the hazard's guard removed it;
   when another of TE's filters excluded it, the control says nothing and is skipped. Controls the
-  release cannot express (a `needs` field it lacks, MLA head dims on TE 1.9) are skipped too.
+  release cannot express (MLA head dims on TE 1.9) are skipped too.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, Iterable
 
 from selector_patch.harness import LoadedSelector, Selection, Unrepresentable
 from selector_patch.registry import HAZARDS, Hazard
-from selector_patch.scenario import Scenario
+from selector_patch.scenario import OPTIONAL_FEATURES, Scenario
 
 
 @dataclass
@@ -75,8 +76,12 @@ class HazardReport:
 
 
 def applicable(selector: LoadedSelector, hazard: Hazard) -> bool:
-    """Whether the selector's source names one of the hazard backend's flags."""
-    return any(re.search(rf"\b{re.escape(flag)}\b", selector.text) for flag in hazard.role.flags)
+    """Whether the selector's source names one of the hazard backend's flags, and its
+    `AttentionParams` can ask for every optional feature the hazard triggers on."""
+    features = {c.input for c in hazard.triggers if c.input in OPTIONAL_FEATURES}
+    return features <= set(selector.params_fields) and any(
+        re.search(rf"\b{re.escape(flag)}\b", selector.text) for flag in hazard.role.flags
+    )
 
 
 def _try_select(selector: LoadedSelector, scenario: Scenario) -> Selection | None:
@@ -108,9 +113,7 @@ def verify_hazard(selector: LoadedSelector, hazard: Hazard) -> HazardReport:
             if scenario in seen:
                 continue
             seen.add(scenario)
-            selection = None
-            if control.needs is None or control.needs in selector.params_fields:
-                selection = _try_select(selector, scenario)
+            selection = _try_select(selector, scenario)
             if selection is None:
                 controls.skipped += 1
             elif selection.role == hazard.backend:

@@ -468,3 +468,308 @@ def mutate(module: ast.Module, function_name: str, mutations: list[Mutation]) ->
         body=[*module.body[:position], function, *module.body[position + 1 :]], type_ignores=[]
     )
     return Mutant(ast.unparse(mutant), tuple(applied), tuple(descriptions))
+
+
+# ------------------------------------------------------- equivalent spellings of a guard
+#
+# A second class of operators rewrites a filter into another spelling of the same condition,
+# the way forks write their guards: `respell` applies them. The verdict on every hazard (and
+# the codemod's "already-guarded", nothing inserted) must not change. The compute capability
+# tests rewritten are those comparing the device's capability (a name bound from TE's hardware
+# query) with literal architectures; "equivalent" is over the architectures TE knows
+# (`ARCHITECTURES`: nothing newer than 12.x, so `cc >= (12, 0)` is `cc[0] == 12`).
+
+#: TE's hardware query; its result's name is what the capability rewrites look for.
+CAPABILITY_QUERY = "get_device_compute_capability"
+
+
+def _capability_names(function: ast.FunctionDef) -> set[str]:
+    return {
+        target.id
+        for node in _walk(function)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and getattr(node.value.func, "id", getattr(node.value.func, "attr", None))
+        == CAPABILITY_QUERY
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+
+def _arch_literal(node: ast.AST) -> list[tuple[int, int]] | None:
+    """The architectures of a tuple / list / set display of them."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts:
+        archs = [_arch(element) for element in node.elts]
+        return None if None in archs else archs
+    return None
+
+
+def _capability_tests(function: ast.FunctionDef) -> list[tuple[ast.Compare, list]]:
+    """`cc in (...)` / `cc not in (...)` / `cc == (a, b)` inside filters: (compare, archs)."""
+    names = _capability_names(function)
+    found = []
+    for _, stmt in _filters(function):
+        for node in _walk(stmt.test):
+            if not (
+                isinstance(node, ast.Compare)
+                and len(node.ops) == 1
+                and isinstance(node.left, ast.Name)
+                and node.left.id in names
+            ):
+                continue
+            op, right = node.ops[0], node.comparators[0]
+            archs = _arch_literal(right) if isinstance(op, (ast.In, ast.NotIn)) else None
+            if isinstance(op, ast.Eq) and _arch(right):
+                archs = [_arch(right)]
+            if archs:
+                found.append((node, archs))
+    return found
+
+
+def _expression(source: str) -> ast.expr:
+    return ast.parse(source, mode="eval").body
+
+
+def _become(node: ast.AST, new: ast.AST) -> None:
+    """Turn `node` into `new` in place (its parent keeps pointing at it)."""
+    node.__class__ = new.__class__
+    for field in node._fields:
+        if hasattr(node, field):
+            delattr(node, field)
+    for field in new._fields:
+        setattr(node, field, getattr(new, field))
+
+
+def _membership(compare: ast.Compare, container: str) -> str:
+    name = compare.left.id
+    negated = isinstance(compare.ops[0], ast.NotIn)
+    return f"{name} {'not in' if negated else 'in'} {container}"
+
+
+def _archs_source(archs: list[tuple[int, int]]) -> str:
+    return ", ".join(repr(arch) for arch in archs)
+
+
+def _family_test(name: str, archs: list[tuple[int, int]]) -> str | None:
+    """`cc[0] == 12`-style tests for the families `archs` cover whole (over ARCHITECTURES)."""
+    families = sorted({major for major, _ in archs})
+    if set(archs) != {arch for arch in ARCHITECTURES if arch[0] in families}:
+        return None
+    if families == [12]:
+        return f"{name}[0] == 12"
+    return f"{name}[0] in {tuple(families)!r}"
+
+
+def _spell_container(kind: str, prelude: list[ast.stmt], taken: set[str]):
+    def sites(function: ast.FunctionDef) -> list[Site]:
+        found = []
+        for compare, archs in _capability_tests(function):
+            if isinstance(compare.ops[0], ast.Eq):
+                continue
+            items = _archs_source(archs)
+            container = {
+                "set_display": f"{{{items}}}",
+                "frozenset_call": f"frozenset(({items},))",
+                "list_display": f"[{items}]",
+            }.get(kind)
+
+            def apply(c=compare, container=container, archs=archs) -> None:
+                if container is None:  # module_constant
+                    constant = _fresh_name(taken, "_GUARDED_ARCHITECTURES")
+                    prelude.append(ast.parse(f"{constant} = ({_archs_source(archs)},)").body[0])
+                    container = constant
+                _become(c, _expression(_membership(c, container)))
+
+            found.append(Site(f"{kind} in `{_short(compare)}` (line {compare.lineno})", apply))
+        return found
+
+    return sites
+
+
+def _spell_family(function: ast.FunctionDef) -> list[Site]:
+    """`cc in ((12, 0), (12, 1))` as `cc[0] == 12`, `(12, 0) <= cc < (13, 0)`, `cc >= (12, 0)`."""
+    found = []
+    for compare, archs in _capability_tests(function):
+        name = compare.left.id
+        family = _family_test(name, archs)
+        if family is None or isinstance(compare.ops[0], ast.NotIn):
+            continue
+        spellings = [family]
+        if family.endswith("== 12"):
+            spellings += [f"(12, 0) <= {name} < (13, 0)", f"{name} >= (12, 0)"]
+        for spelling in spellings:
+            found.append(
+                Site(
+                    f"`{_short(compare)}` as `{spelling}` (line {compare.lineno})",
+                    lambda c=compare, s=spelling: _become(c, _expression(s)),
+                )
+            )
+    return found
+
+
+def _spell_any(function: ast.FunctionDef) -> list[Site]:
+    """`cc in ARCHS` as `any(cc == arch for arch in ARCHS)` (`not any` for `not in`)."""
+    found = []
+    for compare, archs in _capability_tests(function):
+        name = compare.left.id
+        negated = "not " if isinstance(compare.ops[0], ast.NotIn) else ""
+        spelling = f"{negated}any({name} == arch for arch in ({_archs_source(archs)},))"
+        found.append(
+            Site(
+                f"`{_short(compare)}` as `{_short(_expression(spelling), 40)}` (line {compare.lineno})",
+                lambda c=compare, s=spelling: _become(c, _expression(s)),
+            )
+        )
+    return found
+
+
+def _conjunctions(function: ast.FunctionDef) -> list[tuple[Block, ast.If]]:
+    """Filters whose test is an `and` of several conditions, without an `else`."""
+    return [
+        (block, stmt)
+        for block, stmt in _filters(function)
+        if isinstance(stmt.test, ast.BoolOp)
+        and isinstance(stmt.test.op, ast.And)
+        and not stmt.orelse
+    ]
+
+
+def _spell_not(function: ast.FunctionDef) -> list[Site]:
+    """`a and b` as `not (not a or not b)`."""
+
+    def apply(stmt: ast.If) -> None:
+        negated = [ast.UnaryOp(ast.Not(), operand) for operand in stmt.test.values]
+        stmt.test = ast.UnaryOp(ast.Not(), ast.BoolOp(ast.Or(), negated))
+
+    return [
+        Site(f"De Morgan on the filter at line {stmt.lineno}", lambda s=stmt: apply(s))
+        for _, stmt in _conjunctions(function)
+    ]
+
+
+def _spell_nested(function: ast.FunctionDef) -> list[Site]:
+    """`if a and b and c: body` as `if a: if b: if c: body`."""
+
+    def apply(stmt: ast.If) -> None:
+        first, *rest = stmt.test.values
+        inner = stmt.body
+        for condition in reversed(rest):
+            inner = [ast.If(test=condition, body=inner, orelse=[])]
+        stmt.test, stmt.body = first, inner
+
+    return [
+        Site(f"nest the filter at line {stmt.lineno}", lambda s=stmt: apply(s))
+        for _, stmt in _conjunctions(function)
+    ]
+
+
+def _spell_continue(function: ast.FunctionDef) -> list[Site]:
+    """A capability test as a loop over the architectures with an early `continue`:
+    `for arch in ARCHS: if cc != arch: continue; <the rest of the filter>`."""
+    found = []
+    for block, stmt in _conjunctions(function):
+        tests = [(c, a) for c, a in _capability_tests(function) if c in stmt.test.values]
+        tests = [(c, a) for c, a in tests if not isinstance(c.ops[0], ast.NotIn)]
+        for compare, archs in tests[:1]:
+
+            def apply(b=block, s=stmt, c=compare, archs=archs) -> None:
+                rest = [v for v in s.test.values if v is not c]
+                arch = _fresh_name(_locals(function) | _defined(function), "_arch")
+                loop = ast.parse(
+                    f"for {arch} in ({_archs_source(archs)},):\n"
+                    f"    if {c.left.id} != {arch}:\n"
+                    "        continue\n"
+                    "    break"
+                ).body[0]
+                condition = rest[0] if len(rest) == 1 else ast.BoolOp(ast.And(), rest)
+                loop.body[-1:] = [ast.If(test=condition, body=s.body, orelse=[]), ast.Break()]
+                b[b.index(s)] = loop
+
+            found.append(Site(f"loop with `continue` for the filter at line {stmt.lineno}", apply))
+    return found
+
+
+def _spell_return(function: ast.FunctionDef) -> list[Site]:
+    """The filter's test as a local helper with early returns: `def _guarded(): if not a:
+    return False ... return True` and `if _guarded(): body`."""
+    found, taken = [], _defined(function)
+    for block, stmt in _conjunctions(function):
+        name = _fresh_name(taken, "_hazard_applies")
+
+        def apply(b=block, s=stmt, n=name) -> None:
+            helper = ast.parse(f"def {n}():\n    return True").body[0]
+            exits = [
+                ast.If(
+                    test=ast.UnaryOp(ast.Not(), v),
+                    body=[ast.Return(ast.Constant(False))],
+                    orelse=[],
+                )
+                for v in s.test.values
+            ]
+            helper.body[:0] = exits
+            position = b.index(s)
+            s.test = ast.Call(func=ast.Name(n, ast.Load()), args=[], keywords=[])
+            b.insert(position, helper)
+
+        found.append(Site(f"early returns for the filter at line {stmt.lineno} in {name}()", apply))
+    return found
+
+
+def spellings(
+    prelude: list[ast.stmt], taken: set[str]
+) -> dict[str, Callable[[ast.FunctionDef], list[Site]]]:
+    """The spelling operators; a module-level constant lands in `prelude`, named apart from
+    `taken`."""
+    return {
+        "set_display": _spell_container("set_display", prelude, taken),
+        "frozenset_call": _spell_container("frozenset_call", prelude, taken),
+        "list_display": _spell_container("list_display", prelude, taken),
+        "module_constant": _spell_container("module_constant", prelude, taken),
+        "family": _spell_family,
+        "any": _spell_any,
+        "not": _spell_not,
+        "nested": _spell_nested,
+        "continue": _spell_continue,
+        "return": _spell_return,
+    }
+
+
+SPELLINGS = tuple(spellings([], set()))
+
+
+def respell(module: ast.Module, function_name: str, rewrites: list[Mutation]) -> Mutant | None:
+    """`module` with its selector's filters respelt (`SPELLINGS`); None if a rewrite has no
+    site left. Module-level constants go right before the selector."""
+    position, original = next(
+        (i, node)
+        for i, node in enumerate(module.body)
+        if isinstance(node, ast.FunctionDef) and node.name == function_name
+    )
+    function = copy.deepcopy(original)
+    prelude: list[ast.stmt] = []
+    taken = {name for node in module.body for name in _bound_at_top(node)}
+    operators = spellings(prelude, taken)
+    applied, descriptions = [], []
+    for rewrite in rewrites:
+        sites = operators[rewrite.operator](function)
+        if not sites:
+            return None
+        index = rewrite.site % len(sites)
+        sites[index].apply()
+        applied.append(Mutation(rewrite.operator, index))
+        descriptions.append(sites[index].description)
+    ast.fix_missing_locations(function)
+    for statement in prelude:
+        ast.fix_missing_locations(statement)
+    body = [*module.body[:position], *prelude, function, *module.body[position + 1 :]]
+    return Mutant(
+        ast.unparse(ast.Module(body=body, type_ignores=[])), tuple(applied), tuple(descriptions)
+    )
+
+
+def _bound_at_top(node: ast.stmt) -> list[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    return [
+        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    ]

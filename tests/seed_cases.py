@@ -32,6 +32,8 @@ SEED_000 = Scenario(
         )
     ),
 )
+#: The same crash with the module in eval(): autograd still records the call (TEA001).
+SEED_000_EVAL_WITH_BACKWARD = SEED_000.with_changes({"training": False})
 #: Seed 000's executed controls: evaluation under no_grad, nondeterministic training.
 SEED_000_CONTROLS = {
     "eval": SEED_000.with_changes({"training": False, "backward": False}),
@@ -54,11 +56,11 @@ SEED_001 = {
     "MLA 192/256": _SEED_001_BASE.with_changes({"head_dim_qk": 192, "head_dim_v": 256}),
 }
 _HEAD_DIM_256 = SEED_001["head dim 256"]
-#: The PR's controls, where FA2 stays selected. "forward only" needs `requires_backward`.
+#: The PR's controls, where FA2 stays selected.
 SEED_001_CONTROLS = {
     "sm120 without dropout": _HEAD_DIM_256.with_changes({"attention_dropout": 0.0}),
     "sm120 eval": _HEAD_DIM_256.with_changes({"training": False, "backward": False}),
+    "sm120 forward only": _HEAD_DIM_256.with_changes({"backward": False}),
     "sm120 head dim 192": _HEAD_DIM_256.with_changes({"head_dim_qk": 192, "head_dim_v": 192}),
     "sm100 with dropout": _HEAD_DIM_256.with_changes({"compute_capability": (10, 0)}),
 }
-SEED_001_FORWARD_ONLY = _HEAD_DIM_256.with_changes({"backward": False})

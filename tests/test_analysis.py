@@ -11,17 +11,23 @@ from __future__ import annotations
 import ast
 import functools
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from lint_plugin.engine import interpreter
 from lint_plugin.engine.absint import UNKNOWN, choice_set, const, join, one_of, widen
-from lint_plugin.engine.analysis import HazardVerdict, analyze_hazard, analyze_source, compute_capability
-from lint_plugin.engine.dialect import find_selectors
+from lint_plugin.engine.analysis import (
+    HazardVerdict,
+    analyze_hazard,
+    analyze_source,
+    compute_capability,
+)
+from lint_plugin.engine.dialect import Dialect, find_selectors
 from lint_plugin.engine.interpreter import AnalysisBudgetExceeded, Facts, Interpreter
 from lint_plugin.engine.program import Program
-from lint_plugin.rules import te2_example
 from lint_plugin.engine.slicing import Slice
+from lint_plugin.rules import te2_example
 from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.scenario import Scenario
 
@@ -338,7 +344,8 @@ def get_attention_backend(attention_params):
 
 
 def test_verdict_fields() -> None:
-    reachable, not_applicable = analyze_source(SELECTOR.format(guard=""))
+    tea001, not_applicable, *_ = analyze_source(SELECTOR.format(guard=""))
+    reachable = tea001
     assert isinstance(reachable, HazardVerdict)
     assert (reachable.hazard_id, reachable.function) == ("TEA001", "get_attention_backend")
     assert reachable.applicable and reachable.reachable
@@ -351,11 +358,48 @@ def test_verdict_fields() -> None:
 
 def test_guarded_verdict() -> None:
     guard = """
-    if deterministic and is_training and device_compute_capability[0] == 12:
+    if deterministic and torch.is_grad_enabled() and device_compute_capability[0] == 12:
         use_flash_attention_4 = False"""
     verdict = analyze_source(SELECTOR.format(guard=guard), hazards=[get_hazard("TEA001")])[0]
     assert verdict.applicable and not verdict.reachable
     assert verdict.witness is None and verdict.line is None
+
+
+def test_a_guard_on_training_mode_misses_eval_with_backward() -> None:
+    """Seed 000's fix keys on `is_training`: a module in eval() whose call autograd records
+    still reaches FA4, and the finding names that witness."""
+    guard = """
+    if deterministic and is_training and device_compute_capability[0] == 12:
+        use_flash_attention_4 = False"""
+    verdict = analyze_source(SELECTOR.format(guard=guard), hazards=[get_hazard("TEA001")])[0]
+    assert verdict.reachable and not verdict.witness.training and verdict.witness.backward
+    assert "is_training=False and a backward to run" in verdict.detail
+    assert "it reads no `requires_backward`" in verdict.detail
+
+
+def test_a_version_gated_guard_is_decided_on_the_pinned_release() -> None:
+    """TEA004 holds below flash-attn-4 4.0.0b36 only; its witnesses pin the release, and the
+    module's packaging `Version` folds, so the version test is decided."""
+    source = """
+from packaging.version import Version as PkgVersion
+
+
+class FlashAttentionUtils:
+    fa4_version = PkgVersion("0")
+
+
+def get_attention_backend(attention_params):
+    num_splits = attention_params.num_splits
+    device_compute_capability = get_device_compute_capability()
+    use_flash_attention_4 = int(os.environ.get("NVTE_FLASH_ATTN_V4", "1"))
+    if num_splits < 1 and FlashAttentionUtils.fa4_version {op} PkgVersion("4.0.0b36"):
+        use_flash_attention_4 = False
+    return use_flash_attention_4
+"""
+    hazard = get_hazard("TEA004")
+    assert not analyze_source(source.format(op="<"), hazards=[hazard])[0].reachable
+    wrong = analyze_source(source.format(op=">="), hazards=[hazard])[0]
+    assert wrong.reachable and "flash-attn-4 4.0.0b24" in wrong.detail
 
 
 def test_wrong_architecture_points_at_the_guard() -> None:
@@ -531,3 +575,31 @@ def test_witnesses_run_together_where_that_decides(guard, reachable, expect_guar
     assert verdict.reachable is reachable
     first = next(w for w in hazard.witnesses() if w.compute_capability == (12, 0))
     assert verdict.witness == (first if reachable else None)
+
+
+KEYWORD_INPUTS = (
+    Path(__file__).parent / "codemod_pairs" / "te18_keyword_inputs.before.py"
+).read_text()
+
+
+def test_keyword_inputs_are_bound_from_the_parameters() -> None:
+    """TE before 1.9 takes its inputs as keyword parameters: the analysis binds them by name,
+    so an allowlist of sm80/sm90 alone (as TE had it) excludes every 99 KB GPU."""
+    sm80_sm90 = KEYWORD_INPUTS.replace("((8, 0), (9, 0), (12, 0))", "((8, 0), (9, 0))")
+    (verdict,) = analyze_source(sm80_sm90, hazards=[get_hazard("TEA002")])
+    assert verdict.applicable and not verdict.reachable
+    (verdict,) = analyze_source(KEYWORD_INPUTS, hazards=[get_hazard("TEA002")])
+    assert verdict.reachable and "head_dim=256, attention_dropout=0.1" in verdict.detail
+    assert verdict.line == 40  # the allowlist that lets sm120 through
+
+
+def test_keyword_inputs_have_their_parameter_defaults() -> None:
+    module = ast.parse(KEYWORD_INPUTS)
+    dialect = Dialect(find_selectors(module)[0], module)
+    assert dialect.param_defaults == {
+        "head_dim": 64,
+        "attention_dropout": 0.0,
+        "deterministic": False,
+    }
+    assert dialect.params_class is None and dialect.head_dim_fields == ("head_dim",)
+    assert not dialect.sees("training") and dialect.sees("backward")

@@ -48,9 +48,12 @@ def test_analyzer_agrees_with_harness(version, release, loaded) -> None:
             hazard.id,
             verdict.detail,
         )
-    tea001, tea002 = (analyze_hazard(module, function, get_hazard(h)) for h in ("TEA001", "TEA002"))
-    assert tea001.applicable == tea001.reachable == (Version(version) >= FIRST_FA4)
-    assert tea002.reachable == (Version(version) >= FIRST_SM120_ALLOWLIST)
+    verdicts = {h.id: analyze_hazard(module, function, h) for h in HAZARDS}
+    for fa4 in ("TEA001", "TEA003", "TEA004"):
+        assert (
+            verdicts[fa4].applicable == verdicts[fa4].reachable == (Version(version) >= FIRST_FA4)
+        )
+    assert verdicts["TEA002"].reachable == (Version(version) >= FIRST_SM120_ALLOWLIST)
 
 
 @pytest.mark.parametrize("version", CORPUS_RELEASES)
@@ -85,10 +88,13 @@ def test_flake8_on_2_20_2_points_where_a_reviewer_would(release) -> None:
     fa4_enable = enable.format(4, "NVTE_FLASH_ATTN_V4")
     fa2_enable = enable.format(2, "NVTE_FLASH_ATTN_V2")
     allowlist = "and device_compute_capability not in ((8, 0), (9, 0), (10, 0), (12, 0))"
+    split_kv = "if use_flash_attention_4 and device_compute_capability < (10, 0):"
     assert found == {
         ("TEA001", fa4_enable),
         ("TEA101", fa4_enable),
         ("TEA002", allowlist),
+        ("TEA003", split_kv),
+        ("TEA004", split_kv),
         ("TEA102", fa2_enable),
     }
 
@@ -125,8 +131,8 @@ def test_anchors(version, release) -> None:
     _, module, function = parsed(release(version).path)
     prepared = selector(module, function)
     dialect = prepared.dialect
-    head_dim = find_anchor(prepared, "head_dim")
-    determinism = find_anchor(prepared, "determinism")
+    head_dim = find_anchor(prepared, "head_dim", "FA2")
+    determinism = find_anchor(prepared, "determinism", "FA4")
     assert head_dim.position == "after" and isinstance(head_dim.statement, ast.If)
     allowlist = ast.unparse(head_dim.statement.test)
     assert "device_compute_capability not in" in allowlist and "192" in allowlist
@@ -137,3 +143,9 @@ def test_anchors(version, release) -> None:
     else:  # no recombination: after the last determinism filter
         assert determinism.position == "after"
         assert ast.unparse(determinism.statement.test) == "use_fused_attention and deterministic"
+    num_splits = find_anchor(prepared, "num_splits", "FA4")
+    if Version(version) >= FIRST_FA4:  # right after TE's own FA4 split-KV filter
+        assert num_splits.position == "after"
+        assert ast.unparse(num_splits.statement.test) == (
+            "use_flash_attention_4 and device_compute_capability < (10, 0)"
+        )

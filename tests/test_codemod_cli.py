@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from codemods.apply import main
+from selector_patch.registry import HAZARDS, get_hazard
 
 PAIRS = Path(__file__).parent / "codemod_pairs"
 BEFORE = (PAIRS / "te2_fa4.before.py").read_text()
@@ -59,17 +60,16 @@ def test_json_report(selector: Path, capsys) -> None:
     (report,) = json.loads(capsys.readouterr().out)
     assert report["path"] == str(selector)
     assert [(h["id"], h["status"]) for h in report["hazards"]] == [
-        ("TEA001", "missing"),
-        ("TEA002", "missing"),
+        (hazard.id, "missing") for hazard in HAZARDS
     ]
     lines = BEFORE.splitlines()
-    assert (
-        "use_flash_attention_4 = use_flash_attention and" in lines[report["hazards"][0]["line"] - 1]
-    )
-    assert "device_compute_capability not in" in lines[report["hazards"][1]["line"] - 1]
+    tea001, tea002, tea003, _ = (lines[hazard["line"] - 1] for hazard in report["hazards"])
+    assert "use_flash_attention_4 = use_flash_attention and" in tea001
+    assert "device_compute_capability not in" in tea002
+    assert "device_compute_capability < (10, 0)" in tea003  # TE's own FA4 split-KV filter
     assert main([str(selector), "--json"]) == 0
     (report,) = json.loads(capsys.readouterr().out)
-    assert [h["status"] for h in report["hazards"]] == ["inserted", "inserted"]
+    assert [h["status"] for h in report["hazards"]] == ["inserted"] * len(HAZARDS)
     assert report["changed"] is True
 
 
@@ -84,7 +84,7 @@ def test_diff_writes_nothing(selector: Path, capsys) -> None:
 
 def test_hazard_option_limits_the_run(selector: Path, capsys) -> None:
     assert main([str(selector), "--hazard", "TEA002"]) == 0
-    assert "use_flash_attention_4 = False\n    use_flash_attention" not in selector.read_text()
+    assert get_hazard("TEA001").message.split(":")[0] not in selector.read_text()
     assert main([str(selector), "--check", "--json"]) == 1
     (report,) = json.loads(capsys.readouterr().out)
     assert (report["hazards"][0]["id"], report["hazards"][0]["status"]) == ("TEA001", "missing")

@@ -15,6 +15,7 @@ import pytest
 from packaging.version import Version
 
 from codemods.apply import transform
+from codemods.plan import plan_insertions
 from lint_plugin.engine.analysis import analyze_source, guarded_together
 from lint_plugin.engine.dialect import find_selectors
 from selector_patch.harness import Unrepresentable, load_selector
@@ -26,11 +27,14 @@ BLACK = black.Mode(line_length=100)
 
 
 def expected_statuses(version: str) -> dict[str, str]:
-    """TEA001 exists with FA4 (2.15+); TEA002 is reachable once sm120 is in FA2's > 192 list."""
-    v = Version(version)
+    """TEA001/003/004 exist with FA4 (2.15+); TEA002 is reachable once sm120 is in FA2's > 192
+    list (2.1+)."""
+    fa4 = "inserted" if Version(version) >= Version("2.15") else "not-applicable"
     return {
-        "TEA001": "inserted" if v >= Version("2.15") else "not-applicable",
-        "TEA002": "inserted" if v >= Version("2.1") else "already-guarded",
+        "TEA001": fa4,
+        "TEA002": "inserted" if Version(version) >= Version("2.1") else "already-guarded",
+        "TEA003": fa4,
+        "TEA004": fa4,
     }
 
 
@@ -57,6 +61,8 @@ def patched(release):
 
 @pytest.mark.parametrize("version", CORPUS_RELEASES)
 def test_inserts_only_guards_and_is_idempotent(version, patched) -> None:
+    """Only the planned statements are added (the guards, and where a guard asks for a
+    backward, the backward signal), each in one piece; nothing else moves."""
     original, result, statuses = patched(version)
     assert statuses == expected_statuses(version)
     matcher = difflib.SequenceMatcher(
@@ -64,7 +70,13 @@ def test_inserts_only_guards_and_is_idempotent(version, patched) -> None:
     )
     inserted = [op for op in matcher.get_opcodes() if op[0] != "equal"]
     assert all(tag == "insert" for tag, *_ in inserted)
-    assert len(inserted) == list(statuses.values()).count("inserted")
+    added = "".join("".join(result.splitlines(True)[j1:j2]) for _, _, _, j1, j2 in inserted)
+    planned = plan_insertions(original, HAZARDS).insertions
+    assert sorted(added.splitlines()) == sorted(
+        line for insertion in planned for line in insertion.source.splitlines()
+    )
+    signal = [insertion for insertion in planned if insertion.hazard is None]
+    assert len(signal) == (3 if statuses["TEA002"] == "inserted" else 0)
     assert transform(result, HAZARDS)[0] == result
     if black_clean(original):
         assert black_clean(result)
@@ -80,8 +92,6 @@ def test_harness_proves_the_result(version, release, loaded, patched) -> None:
     for hazard in HAZARDS:
         for witness in hazard.witnesses():
             for control, scenario in hazard.control_scenarios(witness):
-                if control.needs and control.needs not in selector.params_fields:
-                    continue
                 try:
                     before = unpatched.select(scenario)
                 except Unrepresentable:

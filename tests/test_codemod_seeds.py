@@ -1,10 +1,11 @@
 """The two seed reports, replayed on TE 2.20.2 after the codemod, in the harness.
 
-Seed 000: deterministic training on SM 12.0 must leave FlashAttention 4 for TE's own fallback
-(or report no backend) while eval and nondeterministic training keep FA4. Seed 001: FA2 off for
-dropout training at padded head dim > 192 on SM 12.0, kept for its five controls. "Forward only"
-needs a selector that can tell it from training (`requires_backward`, newer TE main); it is
-checked on 2.20.2 with that field added the way newer main adds it.
+Seed 000: deterministic training on SM 12.0, and the same call with the module in eval() whose
+backward autograd records, must leave FlashAttention 4 for TE's own fallback (or report no
+backend) while forward-only eval and nondeterministic training keep FA4. Seed 001: FA2 off for
+dropout training at padded head dim > 192 on SM 12.0, kept for its controls, forward-only
+training among them. Both on 2.20.2 as released (the codemod adds the backward signal) and with
+`requires_backward` as newer TE main has it (the codemod uses that one).
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ import pytest
 from seed_cases import (
     SEED_000,
     SEED_000_CONTROLS,
+    SEED_000_EVAL_WITH_BACKWARD,
     SEED_000_NO_UNFUSED,
     SEED_001,
     SEED_001_CONTROLS,
-    SEED_001_FORWARD_ONLY,
 )
 
 from codemods.apply import transform
-from selector_patch.harness import Unrepresentable, load_selector
+from selector_patch.harness import load_selector
 from selector_patch.registry import HAZARDS
 
 
@@ -46,8 +47,10 @@ def patched(release):
 
 
 @pytest.mark.parametrize("dialect", ["2.20.2", "main"])
-def test_seed_000_deterministic_training_falls_back_to_unfused(patched, dialect) -> None:
-    selection = patched[dialect].select(SEED_000)
+@pytest.mark.parametrize("mode", ["training", "eval with backward"])
+def test_seed_000_deterministic_backward_falls_back_to_unfused(patched, dialect, mode) -> None:
+    scenario = SEED_000 if mode == "training" else SEED_000_EVAL_WITH_BACKWARD
+    selection = patched[dialect].select(scenario)
     assert selection.backend == "UnfusedDotProductAttention"
     assert selection.available == (False, False, True)
     assert any(HAZARDS[0].message in line for line in selection.log)
@@ -59,9 +62,10 @@ def test_seed_000_without_unfused_reports_no_backend(patched) -> None:
     assert selection.available == (False, False, False)
 
 
+@pytest.mark.parametrize("dialect", ["2.20.2", "main"])
 @pytest.mark.parametrize("control", sorted(SEED_000_CONTROLS))
-def test_seed_000_controls_keep_fa4(patched, control) -> None:
-    selection = patched["2.20.2"].select(SEED_000_CONTROLS[control])
+def test_seed_000_controls_keep_fa4(patched, dialect, control) -> None:
+    selection = patched[dialect].select(SEED_000_CONTROLS[control])
     assert (selection.role, selection.flash_version) == ("FA4", "4.0.0b24")
 
 
@@ -82,18 +86,8 @@ def test_seed_001_dropout_cases_leave_fa2_off(patched, dialect, case) -> None:
     assert selection.available[0] is False
 
 
+@pytest.mark.parametrize("dialect", ["2.20.2", "main"])
 @pytest.mark.parametrize("control", sorted(SEED_001_CONTROLS))
-def test_seed_001_controls_keep_fa2(patched, control) -> None:
-    selection = patched["2.20.2"].select(SEED_001_CONTROLS[control])
+def test_seed_001_controls_keep_fa2(patched, dialect, control) -> None:
+    selection = patched[dialect].select(SEED_001_CONTROLS[control])
     assert (selection.role, selection.flash_version) == ("FA2", "2.8.3")
-
-
-def test_seed_001_forward_only_keeps_fa2_where_the_selector_can_tell(patched) -> None:
-    selection = patched["main"].select(SEED_001_FORWARD_ONLY)
-    assert (selection.role, selection.flash_version) == ("FA2", "2.8.3")
-
-
-def test_forward_only_is_indistinguishable_without_requires_backward(patched) -> None:
-    """Released TE reads `is_training` as "backward will run": forward-only cannot be asked."""
-    with pytest.raises(Unrepresentable):
-        patched["2.20.2"].select(SEED_001_FORWARD_ONLY)

@@ -33,7 +33,6 @@ import ast
 import collections
 import contextlib
 import dataclasses
-import functools
 import json
 import re
 import traceback
@@ -52,12 +51,13 @@ from lint_plugin.engine.analysis import analyze_hazard, analyze_source
 from lint_plugin.engine.dialect import find_selectors
 from lint_plugin.engine.interpreter import Facts
 from lint_plugin.engine.program import function_index
+from fuzz_bases import base
 from mutants import OPERATORS, Mutant, Mutation, mutate
 from selector_patch.harness import LoadedSelector, Unrepresentable, load_selector
 from selector_patch.harness.params import attention_params_kwargs
 from selector_patch.registry import HAZARDS, ISOLATING_ENV, PACKAGE_FIELD, Hazard
 from selector_patch.roles import ROLES
-from selector_patch.sources import SelectorSource, resolve
+from selector_patch.sources import SelectorSource
 from selector_patch.verify import HazardReport, verify_hazard
 
 SELECTOR = "get_attention_backend"
@@ -70,16 +70,6 @@ TALLY: collections.Counter[str] = collections.Counter()
 
 class MutantCrashed(Exception):
     """The mutant's own code raised on the virtual device."""
-
-
-@functools.lru_cache(maxsize=None)
-def base(name: str) -> tuple[SelectorSource, ast.Module]:
-    version, _, patched = name.partition("+")
-    source = resolve(version)
-    text = source.path.read_text(encoding="utf-8")
-    if patched:
-        text = transform(text, HAZARDS)[0]
-    return source, ast.parse(text)
 
 
 def _verify(source: SelectorSource, text: str) -> tuple[LoadedSelector, dict[str, HazardReport]]:

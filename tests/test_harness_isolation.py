@@ -13,7 +13,13 @@ import pytest
 from guarded_selectors import patched as with_guards
 from seed_cases import SEED_000, SEED_001
 
-from selector_patch.harness import LoadError, OpaqueDecision, Unrepresentable, load_selector
+from selector_patch.harness import (
+    LoadError,
+    OpaqueDecision,
+    SelectionError,
+    Unrepresentable,
+    load_selector,
+)
 from selector_patch.harness.eager import EagerCompiler, eager
 from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.scenario import Scenario
@@ -214,5 +220,9 @@ def test_branching_on_an_unanswered_te_value_is_an_error(tmp_path):
         "        return False, False, None, False, [False, False, False]\n"
         "    return False, False, None, True, [False, False, True]\n"
     )
-    with pytest.raises(OpaqueDecision, match=r"is_fp8_available\(\), which has no answer"):
+    with pytest.raises(
+        SelectionError, match=r"is_fp8_available\(\), which has no answer"
+    ) as raised:
         load_selector(path).select(Scenario())
+    assert str(raised.value).startswith(f"{path}:7: get_attention_backend raised OpaqueDecision")
+    assert isinstance(raised.value.__cause__, OpaqueDecision)

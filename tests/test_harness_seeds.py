@@ -6,13 +6,13 @@ import pytest
 from seed_cases import (
     SEED_000,
     SEED_000_CONTROLS,
+    SEED_000_EVAL_WITH_BACKWARD,
     SEED_000_NO_UNFUSED,
     SEED_001,
     SEED_001_CONTROLS,
-    SEED_001_FORWARD_ONLY,
 )
 
-from selector_patch.harness import Selection, Unrepresentable
+from selector_patch.harness import Selection
 from selector_patch.registry import get_hazard
 
 TEA001, TEA002 = get_hazard("TEA001"), get_hazard("TEA002")
@@ -70,10 +70,10 @@ def test_controls_keep_the_backend(te, name):
     assert not hazard.triggered_by(scenario)
 
 
-def test_seed_001_forward_only_is_not_expressible_before_requires_backward(te):
-    assert "requires_backward" not in te.params_fields
-    with pytest.raises(Unrepresentable, match="reads `is_training` as the backward flag"):
-        te.select(SEED_001_FORWARD_ONLY)
+def test_seed_000_in_eval_with_a_backward_selects_fa4_too(te):
+    """`is_training` is not "a backward will run": the eval-mode backward reaches FA4."""
+    assert te.select(SEED_000_EVAL_WITH_BACKWARD).role == "FA4"
+    assert TEA001.triggered_by(SEED_000_EVAL_WITH_BACKWARD)
 
 
 def test_log_lines_are_te_formatted(te):

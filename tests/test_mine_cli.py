@@ -99,3 +99,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, release, args, cause):
     assert completed.returncode == EXIT_ERROR
     assert completed.stdout == ""
     assert completed.stderr.count("\n") == 1 and cause in completed.stderr
+
+
+def test_a_selector_the_harness_cannot_run_is_one_line_and_exit_2(tmp_path, capsys):
+    """A vendor port asks `torch.musa`, which the virtual device does not model."""
+    selector = REPO / "tests" / "fork_shapes" / "vendor_device.py"
+    tree = kernel_tree(tmp_path, SM12X_BACKWARD)
+    assert main(["--te", str(selector), "--kernel-source", str(tree)]) == EXIT_ERROR
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith(f"python -m lint_plugin.mine: {selector}:25: get_attention_backend")
+    assert "has no attribute 'musa'" in line

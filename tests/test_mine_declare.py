@@ -77,7 +77,7 @@ def test_deterministic_backward_candidate_is_tea001():
 def test_controls_switch_each_trigger_off_and_avoid_refused_architectures():
     controls = {c.name: c for c in candidates()[15].controls}
     assert controls["deterministic=False"].changes == {"deterministic": False}
-    assert controls["forward only"].needs == "requires_backward"
+    assert controls["forward only"].changes == {"backward": False}
     # sm7x refuses everything (line 3); sm8x-sm11x do not refuse deterministic backward.
     assert [name for name in controls if name.startswith("sm")] == [
         "sm80",

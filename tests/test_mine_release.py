@@ -111,10 +111,14 @@ def test_every_refusal_has_a_verdict_and_every_unmapped_one_a_reason(found, verd
 
 
 def test_guarded_once_the_codemod_has_run(kernel, found, te, verdicts):
+    """After the codemod nothing the miner finds is UNGUARDED: the deterministic backward
+    (TEA001) and the split-KV forward (TEA003) refusals are both guarded."""
     patched, statuses = transform(read_text(te.path), HAZARDS)
-    assert statuses["TEA001"] == "inserted"
+    assert statuses["TEA001"] == statuses["TEA003"] == "inserted"
     after = crosscheck(found, Judges(te, text=patched), known=HAZARDS)
     assert deterministic(after).status == GUARDED
+    assert UNGUARDED not in {v.status for v in after}
+    assert {"TEA001", "TEA003"} <= {v.matches for v in after}
     for before, now in zip(verdicts, after):
         if before.status == GUARDED:
             assert now.status == GUARDED

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from selector_patch.registry import HAZARDS, PACKAGE_FIELD
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from selector_patch.registry import HAZARDS, PACKAGE_FIELD, get_hazard
 
 CASES = [(hazard, witness) for hazard in HAZARDS for witness in hazard.witnesses()]
 
@@ -47,7 +50,43 @@ def test_witnesses_cover_every_architecture_and_kernel_version(hazard):
 @pytest.mark.parametrize("hazard", HAZARDS, ids=[hazard.id for hazard in HAZARDS])
 def test_unaffected_kernel_is_outside_the_hazard(hazard):
     witness = next(hazard.witnesses())
-    unaffected = {"TEA001": "4.0.0b23", "TEA002": "2.7.2"}[hazard.id]
+    # 4.0.0b4 has no SM 12.x path at all; 4.0.0b36 accepts FA4's split heuristic on SM 12.x
+    unaffected = {"TEA001": "4.0.0b4", "TEA002": "2.7.2", "TEA003": "4.0.0b4", "TEA004": "4.0.0b36"}
+    unaffected = unaffected[hazard.id]
     assert not hazard.triggered_by(
         witness.with_changes({PACKAGE_FIELD[hazard.backend]: unaffected})
     )
+
+
+@pytest.mark.parametrize("hazard", HAZARDS, ids=[hazard.id for hazard in HAZARDS])
+def test_a_guard_keeps_the_backend_from_the_release_that_fixed_the_defect(hazard):
+    """`guard_fires` (what the codemod renders, what the runtime patch re-runs for) holds only
+    where the kernel refuses: a release past `fixed_in` keeps the backend."""
+    fixed_in = hazard.evidence.fixed_in
+    for witness in hazard.witnesses():
+        assert hazard.guard_fires(witness)
+        if fixed_in is not None:
+            fixed = witness.with_changes({PACKAGE_FIELD[hazard.backend]: fixed_in})
+            assert not hazard.guard_fires(fixed) and not hazard.triggered_by(fixed)
+
+
+def test_fixed_in_is_the_upper_bound_of_the_affected_releases():
+    assert get_hazard("TEA004").evidence.fixed_in == "4.0.0b36"
+    assert [h.id for h in HAZARDS if h.evidence.fixed_in is None] == ["TEA001", "TEA002", "TEA003"]
+
+
+@pytest.mark.parametrize("hazard", HAZARDS, ids=[hazard.id for hazard in HAZARDS])
+def test_spellings_cover_only_affected_releases(hazard):
+    """Each release range of the evidence's other spellings lies inside `affected`."""
+    whole = SpecifierSet(hazard.evidence.affected, prereleases=True)
+    for spelling in hazard.evidence.spellings:
+        lowest = [s.version for s in SpecifierSet(spelling.affected) if s.operator == ">="]
+        assert lowest and whole.contains(Version(lowest[0]))
+        assert spelling.text and spelling.line
+
+
+def test_eval_with_backward_is_a_witness_of_tea001():
+    witnesses = list(get_hazard("TEA001").witnesses())
+    assert any(not w.training and w.backward for w in witnesses)
+    controls = {c.name: c.changes for c in get_hazard("TEA001").controls}
+    assert controls["forward-only eval"] == {"training": False, "backward": False}

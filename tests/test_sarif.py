@@ -60,9 +60,14 @@ def test_codemod_check_sarif_is_valid(release, validator) -> None:
     assert completed.returncode == 1, completed.stderr
     log = json.loads(completed.stdout)
     validator.validate(log)
-    assert results(log) == [("TEA001", 612, "error"), ("TEA002", 1036, "error")]
+    assert results(log) == [
+        ("TEA001", 612, "error"),
+        ("TEA002", 1036, "error"),
+        ("TEA003", 816, "error"),
+        ("TEA004", 816, "error"),
+    ]
     rules = log["runs"][0]["tool"]["driver"]["rules"]
-    assert [rule["id"] for rule in rules] == ["TEA001", "TEA002"]
+    assert [rule["id"] for rule in rules] == ["TEA001", "TEA002", "TEA003", "TEA004"]
 
 
 def test_flake8_sarif_is_valid(release, validator) -> None:
@@ -74,6 +79,8 @@ def test_flake8_sarif_is_valid(release, validator) -> None:
     assert sorted(results(log)) == [
         ("TEA001", 612, "error"),
         ("TEA002", 1036, "error"),
+        ("TEA003", 816, "error"),
+        ("TEA004", 816, "error"),
         ("TEA101", 612, "error"),
         ("TEA102", 610, "error"),
     ]

@@ -98,18 +98,16 @@ def test_command_without_patched_prints_one_table_of_the_architectures(release, 
 
 
 def test_witness_columns_trigger_their_hazard_and_controls_do_not():
-    for column in table_columns(HAZARDS, ("requires_backward",)):
+    for column in table_columns(HAZARDS):
         for architecture in column.hazard.architectures:
             triggered = column.hazard.triggered_by(column.on(architecture))
             assert triggered == (column.kind == "witness"), column.label
 
 
-def test_forward_only_column_needs_requires_backward():
-    with_field = table_columns(HAZARDS, ("requires_backward",))
-    without = table_columns(HAZARDS, ())
-    dropped = [column for column in with_field if column not in without]
-    assert dropped and all(column.needs == "requires_backward" for column in dropped)
-    assert all("forward-only" in column.label for column in dropped)
+def test_eval_with_backward_and_forward_only_are_columns_of_their_own():
+    labels = {column.label for column in table_columns(HAZARDS) if column.hazard.id == "TEA001"}
+    assert {"deterministic training", "deterministic eval with backward"} <= labels
+    assert {"deterministic eval", "deterministic forward-only training"} <= labels
 
 
 def test_output_file_and_html_format(release, tmp_path, capsys):

@@ -1,10 +1,11 @@
 """Is a registry hazard reachable in a selector? Decided statically, once per witness.
 
 For each witness of a hazard (`Hazard.witnesses()`), the selector is interpreted with only the
-hazard's own inputs bound: the compute capability the hardware query answers, the trigger
-inputs (determinism, training / backward, dropout, head dims) and the backend's "package is
-installed" flag. Everything else - `NVTE_*` variables, cuDNN's answer, every other field of
-`AttentionParams` - stays unknown. The hazard is GUARDED iff no reachable return of any witness
+hazard's own inputs bound: the compute capability the hardware query answers, the inputs the
+witness pins (determinism, training, dropout, head dims, ...), whether a backward will run (the
+`requires_backward` field, or autograd's own answer), the backend's "package is installed" flag,
+its version where a release fixed the defect, and the module's constants. Everything else -
+`NVTE_*` variables, cuDNN's answer, every other field of `AttentionParams` - stays unknown. The hazard is GUARDED iff no reachable return of any witness
 can make TE run the backend, so a guarded verdict holds whatever the rest of the environment
 is; otherwise it is REACHABLE and the first witness that reaches it is reported. What a return
 selects: TE 1.9 - 2.1 return the backend's flag, which must be definitely off; TE 2.2+ return
@@ -25,14 +26,18 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from lint_plugin.engine.absint import TRUE, State, Value, join, one_of, unknown, with_truth
+from lint_plugin.engine.delegation import delegates
 from lint_plugin.engine.dialect import (
+    BACKWARD_FIELD,
     COMPUTE_CAPABILITY_QUERY,
+    GRAD_MODE_QUERY,
     SELECTOR_FUNCTIONS,
     Dialect,
     find_selectors,
 )
 from lint_plugin.engine.dispatch import (
     FLASH_ROLES,
+    FlashVersion,
     ReturnShape,
     package_facts,
     partition,
@@ -43,8 +48,8 @@ from lint_plugin.engine.dispatch import (
 from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
 from lint_plugin.engine.program import Program
 from lint_plugin.engine.slicing import Slice
-from selector_patch.registry import HAZARDS, Hazard
-from selector_patch.scenario import Scenario
+from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
+from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Scenario
 
 #: No facts beyond a witness's own.
 NOTHING = Facts()
@@ -107,12 +112,27 @@ def compute_capability(*capabilities: tuple[int, int] | None) -> dict[str, Value
     return {COMPUTE_CAPABILITY_QUERY: one_of((tuple(c) for c in capabilities), deps)}
 
 
+def witness_inputs(hazard: Hazard) -> tuple[str, ...]:
+    """The inputs a witness pins: the triggers', and those its shapes set (eval, say)."""
+    named = [condition.input for condition in hazard.triggers]
+    named += [name for shape in hazard.witness_shapes for name in shape if name in INPUTS]
+    return tuple(dict.fromkeys(named))
+
+
 def witness_params(hazard: Hazard, dialect: Dialect, witness: Scenario) -> dict[str, object]:
-    """The `AttentionParams` fields behind the hazard's triggers, valued as in `witness`."""
+    """The `AttentionParams` fields behind the witness's inputs, valued as in `witness`."""
     params: dict[str, object] = {}
-    for condition in hazard.triggers:
-        params.update(dialect.bindings(condition.input, witness))
+    for name in witness_inputs(hazard):
+        params.update(dialect.bindings(name, witness))
     return params
+
+
+def witness_version(hazard: Hazard, witness: Scenario) -> str | None:
+    """The kernel version a witness pins: only where a release fixed the defect, so that the
+    guard tests the installed version (`Evidence.fixed_in`); otherwise any version will do."""
+    if hazard.evidence.fixed_in is None:
+        return None
+    return getattr(witness, PACKAGE_FIELD[hazard.backend])
 
 
 def witness_facts(
@@ -130,11 +150,20 @@ def witness_facts(
         for name in set(bound[0]).intersection(*bound[1:])
     }
     capabilities = (witness.compute_capability for witness in witnesses)
+    grad_mode = one_of((witness.backward for witness in witnesses), frozenset((BACKWARD_FIELD,)))
+    names = dict(dialect.module_names)
     installed = dialect.installed(hazard.backend)
+    if installed:
+        names[installed] = TRUE
+    version = dialect.version(hazard.backend)
+    pinned = {witness_version(hazard, witness) for witness in witnesses}
+    if version and None not in pinned:
+        names[version] = one_of(FlashVersion(hazard.backend, True, v) for v in pinned)
     return Facts(
         params={**given.params, **params},
-        calls={**given.calls, **compute_capability(*capabilities)},
-        names={**given.names, **({installed: TRUE} if installed else {})},
+        calls={**given.calls, **compute_capability(*capabilities), GRAD_MODE_QUERY: grad_mode},
+        names={**names, **given.names},
+        functions=dialect.module_functions,
     )
 
 
@@ -196,7 +225,27 @@ def analyze_hazard(
     *,
     expect_guarded: bool = False,
 ) -> HazardVerdict:
-    """The verdict on one hazard in one selector function.
+    """The verdict on one hazard in one selector function, judged in the functions that hold
+    its filters (`delegation`): reachable in one of them is reachable.
+    """
+    verdicts = [
+        _analyze_function(module, target, hazard, given, expect_guarded=expect_guarded)
+        for target in delegates(module, function)
+    ]
+    reachable = [verdict for verdict in verdicts if verdict.reachable]
+    applicable = [verdict for verdict in verdicts if verdict.applicable]
+    return (reachable or applicable or verdicts)[0]
+
+
+def _analyze_function(
+    module: ast.Module,
+    function: ast.FunctionDef,
+    hazard: Hazard,
+    given: Facts = NOTHING,
+    *,
+    expect_guarded: bool = False,
+) -> HazardVerdict:
+    """The verdict on one hazard in one function that holds filters.
 
     `given` adds facts to every witness run (the other fields of a concrete call, say): the
     verdict then holds for the environments they describe only. By default everything but the
@@ -217,6 +266,16 @@ def analyze_hazard(
         return HazardVerdict(
             hazard.id, function.name, False, False, None, None, None,
             f"no {role.display} backend: the selector binds none of {', '.join(role.flags)}",
+        )  # fmt: skip
+    absent = [
+        condition.input
+        for condition in hazard.triggers
+        if condition.input in OPTIONAL_FEATURES and condition.input not in dialect.param_fields
+    ]
+    if absent:
+        return HazardVerdict(
+            hazard.id, function.name, False, False, None, None, None,
+            f"no `{absent[0]}` input: the selector's AttentionParams cannot ask for it",
         )  # fmt: skip
     witnesses = _distinct_witnesses(hazard, dialect)
     proven = expect_guarded and guarded_together(module, function, hazard, witnesses, given)
@@ -253,6 +312,9 @@ def guarded_together(
     covers each witness's own run: True proves them all guarded. False proves nothing; what
     ties one input to another within a witness (head dims equal or not, say) is lost.
     """
+    targets = delegates(module, function)
+    if targets != (function,):
+        return all(guarded_together(module, t, hazard, witnesses, given) for t in targets)
     prepared = selector(module, function)
     flag = prepared.dialect.flag(hazard.backend)
     if flag is None:
@@ -317,6 +379,8 @@ def _distinct_witnesses(hazard: Hazard, dialect: Dialect) -> list[Scenario]:
     for witness in hazard.witnesses():
         key = (
             witness.compute_capability,
+            witness.backward,
+            witness_version(hazard, witness),
             tuple(sorted(witness_params(hazard, dialect, witness).items())),
         )
         if key not in seen:
@@ -335,7 +399,16 @@ def _reachable(
     admitting: list[ast.Compare],
 ) -> HazardVerdict:
     inputs = ", ".join(f"{k}={v!r}" for k, v in witness_params(hazard, dialect, witness).items())
+    backward = any(condition.input == "backward" for condition in hazard.triggers)
+    if backward and witness.backward and not dialect.sees_backward:
+        inputs += " and a backward to run (autograd on), which this selector cannot tell apart"
+        inputs += f" from a forward: it reads no `{BACKWARD_FIELD}`"
+    version = witness_version(hazard, witness)
+    if version is not None:
+        inputs += f", {hazard.evidence.package} {version}"
     missing = " and ".join(dict.fromkeys(dialect.condition_source(c) for c in hazard.triggers))
+    if hazard.evidence.fixed_in is not None:
+        missing += f" with {hazard.evidence.package} < {hazard.evidence.fixed_in}"
     archs = "/".join(_sm(arch) for arch in hazard.architectures)
     if admitting:
         node = admitting[-1]

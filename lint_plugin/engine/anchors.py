@@ -10,7 +10,16 @@ The codemod places a hazard's guard by meaning (`Hazard.section`):
   (`use_flash_attention_4 = use_flash_attention and use_flash_attention_4`: a backend flag
   assigned from an `and` of itself and another backend flag), so the guard sits inside TE's
   determinism filters; where no such statement exists (TE 1.x), after the last `if` that
-  tests `deterministic` and switches a backend off.
+  tests `deterministic` and switches a backend off;
+- "num_splits": right after TE's split-KV filter for the hazard's backend - the innermost `if`
+  that switches its flag off under a test of `num_splits` (its own, or an enclosing one's);
+  where there is none, where a "determinism" guard goes.
+
+A selector that cannot tell a backward from a forward gets its backward signal where TE upstream
+has it (`backward_signal`): a `requires_backward` field at the end of `AttentionParams`'s
+fields, whose default asks autograd when `DotProductAttention` builds the params (so the field
+joins the equality TE's backend cache compares), `import dataclasses` beside the module's other
+dataclasses import, and the selector's own local right after it reads `is_training`.
 
 Statements are recognised by the names they read and write, never by comments or spelling.
 """
@@ -22,9 +31,8 @@ from dataclasses import dataclass
 
 from lint_plugin.engine.analysis import Selector
 from lint_plugin.engine.dialect import COMPUTE_CAPABILITY_QUERY, Dialect
-from lint_plugin.engine.program import Program, function_index, statements
-
-SECTIONS = ("determinism", "head_dim")
+from lint_plugin.engine.program import DEFINITIONS, Program, function_index, statements
+from selector_patch.registry import SECTIONS
 
 
 @dataclass(frozen=True)
@@ -34,8 +42,9 @@ class Anchor:
     position: str
 
 
-def find_anchor(prepared: Selector, section: str) -> Anchor | None:
-    """Where a guard of `section` goes in the selector; None when no such place exists.
+def find_anchor(prepared: Selector, section: str, role: str) -> Anchor | None:
+    """Where a guard of `section` for the backend of `role` goes in the selector; None when no
+    such place exists.
 
     `prepared` is the analysis's (`analysis.selector`): the facts about each statement that
     the analysis computed are the ones looked at here.
@@ -44,7 +53,129 @@ def find_anchor(prepared: Selector, section: str) -> Anchor | None:
         return _determinism(prepared.function, prepared.dialect, prepared.program)
     if section == "head_dim":
         return _head_dim(prepared.function, prepared.dialect, prepared.program)
+    if section == "num_splits":
+        return _num_splits(prepared.function, prepared.dialect, prepared.program, role) or (
+            _determinism(prepared.function, prepared.dialect, prepared.program)
+        )
     raise ValueError(f"unknown section {section!r}; known: {', '.join(SECTIONS)}")
+
+
+def _num_splits(
+    function: ast.FunctionDef, dialect: Dialect, program: Program, role: str
+) -> Anchor | None:
+    flag = dialect.flag(role)
+    names = derived_names(function, program, {"num_splits"})
+    found: list[tuple[int, ast.If]] = []
+
+    def visit(body: list[ast.stmt], depth: int, under_test: bool) -> None:
+        for stmt in body:
+            if isinstance(stmt, DEFINITIONS):
+                continue
+            tests = isinstance(stmt, ast.If) and bool(_reads(stmt.test, program) & names)
+            if (
+                isinstance(stmt, ast.If)
+                and (tests or under_test)
+                and flag in program.body_kills(stmt)
+            ):
+                found.append((depth, stmt))
+            for block in program.blocks(stmt):
+                visit(block, depth + 1, under_test or tests)
+
+    visit(function.body, 0, False)
+    if not found:
+        return None
+    deepest = max(depth for depth, _ in found)
+    return Anchor([stmt for depth, stmt in found if depth == deepest][-1], "after")
+
+
+@dataclass(frozen=True)
+class BackwardSignal:
+    """Where the statements that let a selector see a backward go.
+
+    A selector that takes `AttentionParams` gets the field (so TE's backend cache, which
+    compares the params, tells the calls apart) and reads it; one that takes keyword inputs
+    (TE before 1.9) has no dataclass to hold it and asks autograd itself, first thing.
+    """
+
+    #: The selector's local: after its read of `is_training`, or before its first statement.
+    local: Anchor
+    #: The last field of `AttentionParams`, the new field after it (None: keyword inputs).
+    last_field: ast.stmt | None = None
+    #: How the module calls `dataclasses.field`.
+    field_function: str = "dataclasses.field"
+    #: After this module statement goes `import dataclasses`; None when no import is needed.
+    import_after: ast.stmt | None = None
+
+
+def backward_signal(prepared: Selector) -> BackwardSignal | str:
+    """The places of the backward signal, or why there are none (a one-line reason)."""
+    dialect, function = prepared.dialect, prepared.function
+    params_class = dialect.params_class
+    if "torch" not in dialect.module_imports:
+        return "the module does not import torch, whose autograd state the signal reads"
+    if params_class is None:
+        if not prepared.program.inputs:
+            return "the selector takes no AttentionParams dataclass to carry `requires_backward`"
+        body = function.body
+        first = body[1] if _has_docstring(function) and len(body) > 1 else body[0]
+        return BackwardSignal(Anchor(first, "before"))
+    fields = [
+        stmt
+        for stmt in params_class.body
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+    ]
+    parameter = prepared.program.parameter
+    reads = [
+        stmt
+        for stmt in function_index(function).assignments
+        if isinstance(stmt.value, ast.Attribute)
+        and stmt.value.attr == "is_training"
+        and isinstance(stmt.value.value, ast.Name)
+        and stmt.value.value.id == parameter
+    ]
+    if not fields or not reads:
+        return "found no `AttentionParams` field or `is_training` read to place it beside"
+    local = Anchor(reads[0], "after")
+    imports = _dataclasses_imports(dialect.module)
+    if "field" in imports:
+        return BackwardSignal(local, fields[-1], imports["field"])
+    if "" in imports:
+        return BackwardSignal(local, fields[-1], f"{imports['']}.field")
+    after = imports.get("*") or _last_import(dialect.module, params_class)
+    if after is None:
+        return "the module imports nothing before `AttentionParams` to place an import beside"
+    return BackwardSignal(local, fields[-1], import_after=after)
+
+
+def _has_docstring(function: ast.FunctionDef) -> bool:
+    first = function.body[0]
+    return isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+
+
+def _dataclasses_imports(module: ast.Module) -> dict[str, object]:
+    """How the module names `dataclasses` ("") and its `field`, and the `from dataclasses
+    import ...` statement ("*"), from its top-level imports."""
+    found: dict[str, object] = {}
+    for node in module.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "dataclasses":
+                    found[""] = alias.asname or alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module == "dataclasses" and not node.level:
+            found.setdefault("*", node)
+            for alias in node.names:
+                if alias.name == "field":
+                    found["field"] = alias.asname or alias.name
+    return found
+
+
+def _last_import(module: ast.Module, before: ast.stmt) -> ast.stmt | None:
+    imports = [
+        node
+        for node in module.body[: module.body.index(before)]
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+    ]
+    return imports[-1] if imports else None
 
 
 def derived_names(function: ast.FunctionDef, program: Program, seeds: set[str]) -> set[str]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from lint_plugin.engine.absint import Site, const
 from lint_plugin.engine.analysis import COMPUTE_CAPABILITY, compute_capability, selector
+from lint_plugin.engine.delegation import delegates
 from lint_plugin.engine.dialect import Dialect
 from lint_plugin.engine.interpreter import Facts, Interpreter
 from lint_plugin.engine.program import function_index, is_falsy_constant
@@ -61,7 +62,16 @@ class CoverageFinding:
 
 
 def analyze_coverage(module: ast.Module, function: ast.FunctionDef) -> list[CoverageFinding]:
-    """Missing filter kinds for every non-reference backend the selector can enable."""
+    """Missing filter kinds for every non-reference backend the selector can enable, in each
+    function that holds its filters (`delegation`)."""
+    return [
+        finding
+        for target in delegates(module, function)
+        for finding in _function_coverage(module, target)
+    ]
+
+
+def _function_coverage(module: ast.Module, function: ast.FunctionDef) -> list[CoverageFinding]:
     prepared = selector(module, function)
     dialect = prepared.dialect
     roles = {

@@ -2,23 +2,37 @@
 
 TE renamed things across releases (see `selector_patch.roles`); forks rename more. Analysis and
 codemod both ask this module, never hard-code a spelling: a role resolves to the first of its
-candidate flag names that the selector function assigns, and an input such as "backward"
-resolves to `requires_backward` where the function binds it, else to `is_training`. The
-selector's inputs are the fields of its `AttentionParams` argument; their dataclass defaults are
-read from the module, so the analyzer can tell a filter for an optional feature (softcap, FP8,
-KV cache) from one that fires in a plain call.
+candidate flag names that the selector function assigns. The selector's inputs are the fields of
+its `AttentionParams` argument; their dataclass defaults are read from the module, so the
+analyzer can tell a filter for an optional feature (softcap, FP8, KV cache) from one that fires
+in a plain call.
+
+"A backward will run" is what autograd knows while the selector runs: the `requires_backward`
+field where `AttentionParams` has one (TE upstream, or what the codemod adds), or a
+`torch.is_grad_enabled()` the selector asks itself. `is_training` is not that signal (a module
+in `.eval()` still runs a backward when autograd records it), so a selector with neither cannot
+tell a backward from a forward at all.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import json
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from lint_plugin.engine.program import function_index, selector_parameter
+from packaging.version import Version, parse
+
+from lint_plugin.engine.absint import Value, const
+from lint_plugin.engine.program import (
+    descendants,
+    function_index,
+    selector_inputs,
+    selector_parameter,
+)
 from selector_patch.config import DEFAULT_SELECTOR_FUNCTIONS
 from selector_patch.roles import ROLES
 from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Condition, Scenario
@@ -29,6 +43,14 @@ SELECTOR_FUNCTIONS = DEFAULT_SELECTOR_FUNCTIONS
 COMPUTE_CAPABILITY_QUERY = "get_device_compute_capability"
 #: The `AttentionParams` dataclass, where the selector's argument carries no annotation.
 PARAMS_CLASS = "AttentionParams"
+#: The field that says a backward will run, and the local TE binds it to.
+BACKWARD_FIELD = "requires_backward"
+#: torch's query of the autograd state, for a selector that asks it directly.
+GRAD_MODE_QUERY = "is_grad_enabled"
+#: Functions a module may import that are pure on constant arguments, by qualified name.
+PURE_IMPORTS = {"packaging.version.Version": Version, "packaging.version.parse": parse}
+#: Literal values a module constant may hold: immutable all the way down.
+IMMUTABLE_LITERALS = (str, bytes, int, float, complex, bool, type(None))
 
 
 def find_selectors(tree: ast.Module, names=SELECTOR_FUNCTIONS) -> list[ast.FunctionDef]:
@@ -101,9 +123,10 @@ class Dialect:
         return {role: flag for role in ROLES if (flag := self.flag(role)) is not None}
 
     @property
-    def backward(self) -> str:
-        """Selector name meaning "a backward pass will run"."""
-        return "requires_backward" if "requires_backward" in self.bound else "is_training"
+    def sees_backward(self) -> bool:
+        """Whether the selector can tell a call with a backward from a forward-only one."""
+        asked = {GRAD_MODE_QUERY, f"torch.{GRAD_MODE_QUERY}"} & self.function_text_names
+        return BACKWARD_FIELD in self.param_fields or bool(asked)
 
     @property
     def padded_head_dim(self) -> str:
@@ -119,7 +142,7 @@ class Dialect:
         return {
             "deterministic": "deterministic",
             "training": "is_training",
-            "backward": self.backward,
+            "backward": BACKWARD_FIELD,
             "attention_dropout": "attention_dropout",
             **{name: name for name in OPTIONAL_FEATURES},
         }
@@ -154,7 +177,19 @@ class Dialect:
             if self.head_dim_fields == ("head_dim",):
                 return {"head_dim": scenario.padded_head_dim}
             return {"head_dim_qk": scenario.head_dim_qk, "head_dim_v": scenario.head_dim_v}
-        return {self._scalar_inputs()[name]: INPUTS[name](scenario)}
+        field = self._scalar_inputs()[name]
+        if field not in self.param_fields:
+            # Not an input of this selector (TE before 1.9 takes no `is_training`); for the
+            # backward, autograd's own answer (`GRAD_MODE_QUERY`) is all there is to bind.
+            return {}
+        return {field: INPUTS[name](scenario)}
+
+    def sees(self, name: str) -> bool:
+        """Whether the selector has the registry input `name` to test (a guard's backward it
+        gets from the codemod's signal; `is_training` only where it takes it)."""
+        if name in ("padded_head_dim", "backward"):
+            return True
+        return self._scalar_inputs()[name] in self.param_fields
 
     def input_fields(self) -> frozenset[str]:
         """`AttentionParams` fields a `Scenario` describes, optional features excepted.
@@ -166,8 +201,71 @@ class Dialect:
         return frozenset((fields - set(OPTIONAL_FEATURES)) & self.param_fields)
 
     @cached_property
+    def module_imports(self) -> frozenset[str]:
+        """Names the module's top-level `import x` statements bind (`torch`, `os`, ...)."""
+        return frozenset(
+            alias.asname or alias.name.partition(".")[0]
+            for node in self.module.body
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        )
+
+    @cached_property
+    def module_functions(self) -> dict[str, Any]:
+        """Pure functions the module imports, by the name it calls them (`PkgVersion`)."""
+        found = {}
+        for node in self.module.body:
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    function = PURE_IMPORTS.get(f"{node.module}.{alias.name}")
+                    if function is not None:
+                        found[alias.asname or alias.name] = function
+        return found
+
+    @cached_property
+    def module_names(self) -> dict[str, Value]:
+        """The module's constants: names bound once, at top level, to an immutable literal
+        (`SM12X = ((12, 0), (12, 1))`; a set display reads as a frozenset), and never rebound,
+        declared `global`, or called a method on anywhere in the module."""
+        candidates = {}
+        for node in self.module.body:
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+            ):
+                value = _immutable_literal(node.value)
+                if value is not _NOT_LITERAL:
+                    candidates[node.targets[0].id] = (node, value)
+        if not candidates:
+            return {}
+        changed = set()
+        for node in descendants(self.module):
+            if isinstance(node, ast.Global):
+                changed.update(node.names)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                changed.add(node.name)
+            elif isinstance(node, ast.alias):
+                changed.add(node.asname or node.name.partition(".")[0])
+            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                if node.id in candidates and node is not candidates[node.id][0].targets[0]:
+                    changed.add(node.id)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+            ):
+                changed.add(node.func.value.id)
+        return {
+            name: const(value) for name, (_, value) in candidates.items() if name not in changed
+        }
+
+    @cached_property
     def params_class(self) -> ast.ClassDef | None:
-        """The module's `AttentionParams` dataclass (named by the argument's annotation)."""
+        """The module's `AttentionParams` dataclass (named by the argument's annotation); None
+        for a selector that takes keyword inputs."""
+        if selector_inputs(self.function):
+            return None
         argument = selector_parameter(self.function)
         annotation = argument.annotation if argument else None
         name = PARAMS_CLASS
@@ -182,8 +280,19 @@ class Dialect:
 
     @cached_property
     def param_defaults(self) -> dict[str, Any]:
-        """Literal dataclass defaults of `AttentionParams` fields (others are left out)."""
+        """Literal dataclass defaults of `AttentionParams` fields, or of the keyword inputs'
+        parameters (others are left out)."""
         defaults = {}
+        arguments = self.function.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        given = [
+            *zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults),
+            *zip(arguments.kwonlyargs, arguments.kw_defaults),
+        ]
+        for argument, default in given:
+            if argument.arg in selector_inputs(self.function) and default is not None:
+                with contextlib.suppress(ValueError):
+                    defaults[argument.arg] = ast.literal_eval(default)
         for stmt in self.params_class.body if self.params_class else ():
             if (
                 isinstance(stmt, ast.AnnAssign)
@@ -198,8 +307,9 @@ class Dialect:
 
     @cached_property
     def param_fields(self) -> frozenset[str]:
-        """Fields of `AttentionParams`: declared in the dataclass or read by the selector."""
-        fields = set()
+        """Fields of `AttentionParams`: declared in the dataclass or read by the selector; or
+        the keyword inputs of a selector that takes no `AttentionParams`."""
+        fields = set(selector_inputs(self.function))
         for stmt in self.params_class.body if self.params_class else ():
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 fields.add(stmt.target.id)
@@ -225,3 +335,28 @@ class Dialect:
                 continue
             found.update(o.id for o in operands if isinstance(o, ast.Name))
         return frozenset(found)
+
+
+_NOT_LITERAL = object()
+
+
+def _immutable_literal(node: ast.expr) -> Any:
+    """The value of a literal made only of immutable parts (sets as frozensets), else
+    `_NOT_LITERAL`."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _NOT_LITERAL
+    return _frozen(value)
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, IMMUTABLE_LITERALS):
+        return value
+    if isinstance(value, tuple):
+        items = tuple(_frozen(item) for item in value)
+        return _NOT_LITERAL if _NOT_LITERAL in items else items
+    if isinstance(value, (set, frozenset)):
+        items = [_frozen(item) for item in value]
+        return _NOT_LITERAL if _NOT_LITERAL in items else frozenset(items)
+    return _NOT_LITERAL

@@ -30,7 +30,18 @@ import itertools
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
-from lint_plugin.engine.absint import TRUE, State, Value, const, join_states, with_truth
+from packaging.version import Version
+
+from lint_plugin.engine.absint import (
+    TRUE,
+    State,
+    Value,
+    alternatives,
+    const,
+    join_states,
+    one_of,
+    with_truth,
+)
 from lint_plugin.engine.dialect import Dialect
 from lint_plugin.engine.interpreter import Facts
 from lint_plugin.engine.program import Program, is_falsy_constant, statements
@@ -44,12 +55,37 @@ FLASH_ROLES = tuple(name for name, role in ROLES.items() if role.flash_major is 
 class FlashVersion:
     """The value of a flash role's version expression (`FlashAttentionUtils.fa4_version`).
 
-    Truthy like a `PkgVersion`; it has no order, so comparisons with it stay unknown.
+    Truthy like a `PkgVersion`. It is ordered against a `packaging` version only where the
+    witness pins the release (a guard for a defect that a later release fixed tests it);
+    otherwise comparisons with it raise, which the interpreter reads as unknown.
     """
 
     role: str
     #: Whether the role's package is installed (TE holds version 0 when not); None: unknown.
     installed: bool | None
+    #: The installed release, where the witness pins it.
+    release: str | None = None
+
+    def _order(self, other: object) -> tuple[Version, Version]:
+        if self.release is None or not self.installed or not isinstance(other, Version):
+            raise TypeError("the flash version is not known here")
+        return Version(self.release), other
+
+    def __lt__(self, other: object) -> bool:
+        mine, theirs = self._order(other)
+        return mine < theirs
+
+    def __le__(self, other: object) -> bool:
+        mine, theirs = self._order(other)
+        return mine <= theirs
+
+    def __gt__(self, other: object) -> bool:
+        mine, theirs = self._order(other)
+        return mine > theirs
+
+    def __ge__(self, other: object) -> bool:
+        mine, theirs = self._order(other)
+        return mine >= theirs
 
     def runs(self) -> frozenset[str]:
         """The roles TE may run when this version is returned."""
@@ -139,13 +175,16 @@ def partition(names: Iterable[str]) -> Callable[[list[State]], list[State]]:
 
 
 def package_facts(facts: Facts, dialect: Dialect, installed: dict[str, bool | None]) -> Facts:
-    """`facts` with every flash version bound, and the "installed" answers that are known."""
+    """`facts` with every flash version bound (keeping a release the witness pinned), and the
+    "installed" answers that are known."""
     names = dict(facts.names)
     for role in FLASH_ROLES:
         version, flag = dialect.version(role), dialect.installed(role)
         known = installed.get(role)
         if version is not None:
-            names[version] = const(FlashVersion(role, known))
+            pinned = alternatives(names[version]) if version in names else None
+            releases = {v.release for v in pinned if isinstance(v, FlashVersion)} if pinned else {}
+            names[version] = one_of(FlashVersion(role, known, r) for r in releases or (None,))
         if flag is not None and known is not None:
             names[flag] = TRUE if known else const(False)
     return dataclasses.replace(facts, names=names)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import itertools
 import math
 import operator
@@ -54,13 +55,15 @@ STATEMENT_BUDGET = 200_000
 MAX_INLINE_DEPTH = 8
 #: Loop iterations joined before values that keep changing are widened to unknown.
 WIDEN_AFTER = 2
+#: Loops over a known sequence of at most this many items run once per item.
+MAX_UNROLLED = 16
 
 #: Builtins folded on constant arguments; any other call yields an unknown value.
 PURE_BUILTINS: dict[str, Callable] = {
     name: getattr(builtins, name)
     for name in (
-        "abs", "all", "any", "bool", "float", "int", "len", "max", "min", "round", "str", "sum",
-        "tuple",
+        "abs", "all", "any", "bool", "float", "frozenset", "int", "len", "list", "max", "min",
+        "round", "set", "str", "sum", "tuple",
     )
 }  # fmt: skip
 
@@ -120,22 +123,31 @@ class Facts:
 
     `params` holds `AttentionParams` fields (an absent field reads as an unknown value that
     depends on that field), `calls` the results of hardware / library queries by callee name,
-    `names` module globals and class attributes by dotted name. Names in `opaque` (backend
-    flags, for the coverage rules) are tracked for provenance but their truthiness is never
-    trusted when read; a read of one depends on its name.
+    `names` module globals and class attributes by dotted name (the module's own constants
+    among them). Names in `opaque` (backend flags, for the coverage rules) are tracked for
+    provenance but their truthiness is never trusted when read; a read of one depends on its
+    name.
     """
 
     params: Mapping[str, Value] = field(default_factory=dict)
     calls: Mapping[str, Value] = field(default_factory=dict)
     names: Mapping[str, Value] = field(default_factory=dict)
     opaque: frozenset[str] = EMPTY
+    #: Pure functions the module imports (packaging's `Version`), folded like `PURE_BUILTINS`.
+    functions: Mapping[str, Callable] = field(default_factory=dict)
 
 
 class Observer:
-    """Hook for analyses that need to look at each `if` as the interpreter decides it."""
+    """Hook for analyses that need to look at each `if` (or `return`) as the interpreter
+    decides it."""
 
     def on_if(self, interpreter: "Interpreter", node: ast.If, test: Value, state: State) -> None:
         """Called before the branches of `node` run, with the test's value in `state`."""
+
+    def on_return(
+        self, interpreter: "Interpreter", node: ast.Return, value: Value, state: State
+    ) -> None:
+        """Called when a `return` is reached (of a helper too: `interpreter.frame.depth`)."""
 
 
 class _Loop:
@@ -199,7 +211,12 @@ class Interpreter:
         """
         frame = self.frame = _Frame([], 0)
         body = self.program.function.body
-        start = state or State({})
+        start = state or State(
+            {
+                name: self.facts.params.get(name) or unknown(frozenset((name,)))
+                for name in self.program.inputs
+            }
+        )
         if split is None:
             ends = [self.block(body, start, frame)]
         else:
@@ -272,15 +289,21 @@ class Interpreter:
         return state
 
     def _if(self, node: ast.If, state: State, frame: _Frame) -> State | None:
-        test = self.eval(node.test, state)
-        if self.observer is not None:
-            self.observer.on_if(self, node, test, state)
         before = state.path
-        then_in = else_in = None
-        if test.truth is not False:
-            then_in = state if test.truth else self.refine(node.test, True, state.copy())
-        if test.truth is not True:
-            else_in = state if test.truth is False else self.refine(node.test, False, state)
+        branches = self._helper_branches(node.test, state)
+        if branches is not None:
+            test, then_in, else_in = branches
+            if self.observer is not None:
+                self.observer.on_if(self, node, test, join_states(then_in, else_in) or state)
+        else:
+            test = self.eval(node.test, state)
+            if self.observer is not None:
+                self.observer.on_if(self, node, test, state)
+            then_in = else_in = None
+            if test.truth is not False:
+                then_in = state if test.truth else self.refine(node.test, True, state.copy())
+            if test.truth is not True:
+                else_in = state if test.truth is False else self.refine(node.test, False, state)
         for branch in (then_in, else_in):
             if branch is not None:
                 branch.path = branch.path | test.deps
@@ -294,6 +317,32 @@ class Interpreter:
         ):
             merged.path = before  # both sides fall through: what follows no longer depends on it
         return merged
+
+    def _helper_branches(
+        self, test: ast.expr, state: State
+    ) -> tuple[Value, State | None, State | None] | None:
+        """`if helper():` / `if not helper():` for a local helper with several returns: each
+        branch starts from the returns that lead there, so a guard written with early returns
+        (`if not deterministic: return False`) keeps what each return knew."""
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        call = test.operand if negated else test
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            return None
+        bound = state.vars.get(call.func.id)
+        if bound is None or not isinstance(bound.const, LocalFunction):
+            return None
+        outcomes = self._inline_outcomes(bound.const.node, call, state)
+        if outcomes is None:
+            return unknown(), state, state.copy()
+        value = join_all_values(value for value, _ in outcomes)
+        truthy = join_all(s for v, s in outcomes if v.truth is not False)
+        falsy = join_all(s for v, s in outcomes if v.truth is not True)
+        if negated:
+            value = (
+                unknown(value.deps) if value.truth is None else const(not value.truth, value.deps)
+            )
+            truthy, falsy = falsy, truthy
+        return value, truthy, falsy
 
     def _loop_body(self, node, state: State, frame: _Frame, bind) -> tuple[State, list[State]]:
         """Fixpoint of a loop: the state at its head, and the states that `break` out of it.
@@ -320,6 +369,9 @@ class Interpreter:
 
     def _for(self, node: ast.For, state: State, frame: _Frame) -> State | None:
         iterable = self.eval(node.iter, state)
+        items = _items(iterable)
+        if items is not None and len(items) <= MAX_UNROLLED and not isinstance(node, ast.AsyncFor):
+            return self._unrolled_for(node, items, iterable.deps, state, frame)
         element = _element(iterable)
 
         def bind(entry: State) -> State:
@@ -329,6 +381,26 @@ class Interpreter:
         head, breaks = self._loop_body(node, state, frame, bind)
         done = self.block(node.orelse, head.copy(), frame)
         return join_all([done, *breaks])
+
+    def _unrolled_for(
+        self, node: ast.For, items: tuple, deps: frozenset[str], state: State, frame: _Frame
+    ) -> State | None:
+        """A loop over a known, short sequence (a module's tuple of architectures): each
+        iteration with its own element, as Python runs it, so `if cc == arch:` is decided."""
+        loop = _Loop()
+        current: State | None = state
+        for item in items:
+            if current is None:
+                break
+            entry = current.copy()
+            self.assign(node.target, const(item, deps), entry)
+            frame.loops.append(loop)
+            end = self.block(node.body, entry, frame)
+            frame.loops.pop()
+            current = join_all([end, *loop.continues])
+            loop.continues.clear()
+        done = self.block(node.orelse, current, frame)
+        return join_all([done, *loop.breaks])
 
     def _while(self, node: ast.While, state: State, frame: _Frame) -> State | None:
         def bind(entry: State) -> State | None:
@@ -416,6 +488,8 @@ class Interpreter:
 
     def _return(self, node: ast.Return, state: State, frame: _Frame) -> None:
         value = self.eval(node.value, state) if node.value is not None else const(None)
+        if self.observer is not None:
+            self.observer.on_return(self, node, value, state)
         frame.returns.append((value, state))
         return None
 
@@ -530,7 +604,8 @@ class Interpreter:
         return deps
 
     def _unmodelled(self, node: ast.AST, state: State) -> Value:
-        """f-strings, comprehensions, lambdas, dict/set displays: unknown, but not input-free."""
+        """f-strings, lambdas, dicts, and comprehensions or set displays over what is not known:
+        unknown, but not input-free."""
         if self.program.calls_helper(node):
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
@@ -587,6 +662,56 @@ class Interpreter:
         base = self.eval(node.value, state)
         index = self.eval(node.slice, state)
         return apply(operator.getitem, (base, index), base.deps | index.deps)
+
+    def _set(self, node: ast.Set, state: State) -> Value:
+        """A set display of known, hashable items is known (as a frozenset: same membership)."""
+        items = [self.eval(element, state) for element in node.elts]
+        deps = EMPTY
+        for item in items:
+            deps = deps | item.deps
+        if all(item.known for item in items) and not any(
+            isinstance(e, ast.Starred) for e in node.elts
+        ):
+            with contextlib.suppress(TypeError):
+                return const(frozenset(item.const for item in items), deps)
+        return self._unmodelled(node, state)
+
+    def _comprehension(self, node: ast.GeneratorExp | ast.ListComp | ast.SetComp, state: State):
+        """A comprehension over known, short sequences, evaluated item by item in a scope of its
+        own (`any(cc == arch for arch in SM12X)`); otherwise unknown."""
+        results: list[Value] = []
+
+        def run(generators: list[ast.comprehension], scope: State) -> bool:
+            if not generators:
+                results.append(self.eval(node.elt, scope))
+                return len(results) <= MAX_CHOICES
+            first, rest = generators[0], generators[1:]
+            items = _items(self.eval(first.iter, scope))
+            if items is None or first.is_async:
+                return False
+            for item in items:
+                inner = scope.copy()
+                self.assign(first.target, const(item), inner)
+                tests = [self.eval(test, inner).truth for test in first.ifs]
+                if None in tests:
+                    return False
+                if all(tests) and not run(rest, inner):
+                    return False
+            return True
+
+        if self.program.calls_helper(node) or not run(node.generators, state.copy()):
+            return self._unmodelled(node, state)
+        deps = EMPTY
+        for result in results:
+            deps = deps | result.deps
+        if not all(result.known for result in results):
+            return unknown(deps)
+        values = [result.const for result in results]
+        kind = {ast.GeneratorExp: tuple, ast.ListComp: list, ast.SetComp: frozenset}[type(node)]
+        try:
+            return const(kind(values), deps)
+        except TypeError:  # unhashable items of a set comprehension
+            return unknown(deps)
 
     def _sequence(self, node: ast.Tuple | ast.List, state: State) -> Value:
         items = [self.eval(element, state) for element in node.elts]
@@ -684,7 +809,7 @@ class Interpreter:
             return fact
         if (
             isinstance(func, ast.Name)
-            and func.id in PURE_BUILTINS
+            and (func.id in PURE_BUILTINS or func.id in self.facts.functions)
             and func.id not in state.vars
             and not node.keywords
         ):
@@ -707,10 +832,22 @@ class Interpreter:
             return unknown(deps) if truth is None else const(truth, deps)
         if starred:
             return unknown(deps)
-        return apply(PURE_BUILTINS[name], arguments, deps)
+        return apply(self.facts.functions.get(name) or PURE_BUILTINS[name], arguments, deps)
 
     def _inline(self, function: ast.FunctionDef, call: ast.Call, state: State) -> Value:
         """Run a local helper on the caller's state: closures read it, `nonlocal` writes land."""
+        outcomes = self._inline_outcomes(function, call, state)
+        if outcomes is None:
+            return unknown()
+        after = join_all(returned for _, returned in outcomes)
+        state.vars, state.path = after.vars, after.path
+        return join_all_values(value for value, _ in outcomes)
+
+    def _inline_outcomes(
+        self, function: ast.FunctionDef, call: ast.Call, state: State
+    ) -> list[tuple[Value, State]] | None:
+        """Each way a local helper can return, with the caller's state there (the helper's own
+        names put back); None when it is nested too deep to follow (its writes forgotten)."""
         helper = self.program.helper(function)
         arguments = [self.eval(a, state) for a in call.args]
         keywords = {k.arg: self.eval(k.value, state) for k in call.keywords}
@@ -718,7 +855,7 @@ class Interpreter:
         if caller.depth >= MAX_INLINE_DEPTH:
             for name in helper.nonlocals:
                 self.store(name, unknown(), state)
-            return unknown()
+            return None
         saved = {name: state.vars.get(name) for name in helper.locals}
         for index, param in enumerate(helper.params):
             if index < len(arguments):
@@ -734,15 +871,14 @@ class Interpreter:
         results = frame.returns + ([(const(None), end)] if end is not None else [])
         if not results:
             raise _Unreachable
-        after = join_all(returned for _, returned in results)
-        for name, value in saved.items():
-            if value is None:
-                after.vars.pop(name, None)
-            else:
-                after.vars[name] = value
-        state.vars = after.vars
-        state.path = path
-        return join_all_values(value for value, _ in results)
+        for _, returned in results:
+            for name, value in saved.items():
+                if value is None:
+                    returned.vars.pop(name, None)
+                else:
+                    returned.vars[name] = value
+            returned.path = path
+        return results
 
     # ---------------------------------------------------------------- refinement
 
@@ -940,6 +1076,10 @@ EXPRESSIONS: dict[type, Callable[..., Value]] = {
     ast.IfExp: Interpreter._ifexp,
     ast.Tuple: Interpreter._sequence,
     ast.List: Interpreter._sequence,
+    ast.Set: Interpreter._set,
+    ast.GeneratorExp: Interpreter._comprehension,
+    ast.ListComp: Interpreter._comprehension,
+    ast.SetComp: Interpreter._comprehension,
     ast.NamedExpr: Interpreter._namedexpr,
 }
 
@@ -1012,6 +1152,17 @@ def apply(function: Callable, operands: Sequence[Value], deps: frozenset[str]) -
     except Exception:
         return unknown(deps)
     return one_of(results, deps)
+
+
+def _items(iterable: Value) -> tuple | None:
+    """The items of a known tuple, list or frozenset (a frozenset in a stable order)."""
+    if not iterable.known:
+        return None
+    if isinstance(iterable.const, (tuple, list)):
+        return tuple(iterable.const)
+    if isinstance(iterable.const, frozenset):
+        return tuple(sorted(iterable.const, key=repr))
+    return None
 
 
 def _element(iterable: Value) -> Value:

@@ -22,10 +22,25 @@ DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 POSITION = operator.attrgetter("lineno", "col_offset")
 
 
+def _parameters(function: ast.FunctionDef) -> list[ast.arg]:
+    """The function's named parameters, a method's `self` / `cls` left out."""
+    arguments = function.args
+    named = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    return named[1:] if named and named[0].arg in ("self", "cls") else named
+
+
+def selector_inputs(function: ast.FunctionDef) -> tuple[str, ...]:
+    """A selector that takes its inputs as keyword parameters (TE before 1.9, and forks of it:
+    `get_attention_backend(qkv_dtype=..., head_dim=..., ...)`): their names, else ()."""
+    named = _parameters(function)
+    return tuple(argument.arg for argument in named) if len(named) > 1 else ()
+
+
 def selector_parameter(function: ast.FunctionDef) -> ast.arg | None:
-    """The selector's `AttentionParams` argument: its attributes are the selector's inputs."""
-    arguments = function.args.posonlyargs + function.args.args
-    return arguments[0] if arguments else None
+    """The selector's `AttentionParams` argument: its attributes are the selector's inputs
+    (None for a selector that takes keyword inputs)."""
+    named = _parameters(function)
+    return named[0] if len(named) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -230,6 +245,8 @@ class Program:
         argument = selector_parameter(function)
         #: The `AttentionParams` argument, whose attributes are the selector's inputs.
         self.parameter = argument.arg if argument else None
+        #: Or, in the keyword-parameter dialect, the inputs themselves.
+        self.inputs = selector_inputs(function)
         index = function_index(function)
         #: Names the function (or a helper in it) binds: the only objects it can mutate.
         self.locals = index.stores

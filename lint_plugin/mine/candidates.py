@@ -81,7 +81,7 @@ def _controls(case: Case, mapped: Sequence[Case]) -> tuple[Control, ...]:
     if case.site.backward:
         controls += [
             Control("eval", {"training": False, "backward": False}),
-            Control("forward only", {"backward": False}, needs="requires_backward"),
+            Control("forward only", {"backward": False}),
         ]
     refused = {
         arch

@@ -6,6 +6,16 @@ package metadata ("which flash-attn is installed", asked at import time by TE 1.
 cuDNN's fused-backend query through the compiled extension. `VirtualDevice` holds the answers for
 the scenario being run; the stand-ins handed to the selector read it at the moment they are
 asked, so one loaded module can be moved from one device to the next between calls.
+
+The virtual machine has one CUDA GPU, declared by its compute capability, and `torch.cuda`
+answers what that declares: availability, device 0, the capability, and a name and properties
+made of them. Vendor device modules (`torch.npu`, `torch.musa`, `torch.mlu`, ... that the
+vendors' PyTorch plugins add) are not modelled: they number their architectures their own way
+(MUSA's `(3, 1)`, Ascend by SoC), so answering them with the declared SM would invent a machine,
+and a multi-platform fork asking `hasattr(torch, "npu")` would be steered down a branch the
+declared GPU never takes. A selector that calls one fails with a one-line error naming the
+attribute, as on a CUDA machine without the plugin. Other `torch.cuda` calls are the CPU wheel's
+own, which raise for anything that needs a GPU.
 """
 
 from __future__ import annotations
@@ -50,13 +60,17 @@ class Machine:
     def installed(self, role: str) -> str | None:
         return dict(self.flash_attn)[role]
 
-    def __str__(self) -> str:
+    @property
+    def sm(self) -> str:
         major, minor = self.compute_capability
+        return f"sm{10 * major + minor}"
+
+    def __str__(self) -> str:
         packages = ", ".join(
             f"{role[2:]}: {version or 'none'}" for role, version in self.flash_attn
         )
         cudnn = ".".join(map(str, self.cudnn_version))
-        return f"sm{10 * major + minor}, cuDNN {cudnn}, flash-attn {packages}"
+        return f"{self.sm}, cuDNN {cudnn}, flash-attn {packages}"
 
 
 def _normalized(distribution: str) -> str:
@@ -111,6 +125,16 @@ class MetadataView(ModuleView):
         self.version = device.package_version
 
 
+@dataclass(frozen=True)
+class DeviceProperties:
+    """`torch.cuda.get_device_properties()` of the virtual GPU: only what the device declares
+    (memory size, SM count and the like are not declared, and asking for them raises)."""
+
+    name: str
+    major: int
+    minor: int
+
+
 class CudaView(ModuleView):
     """`torch.cuda` of a machine with one GPU, device 0, of the pinned compute capability."""
 
@@ -129,6 +153,12 @@ class CudaView(ModuleView):
 
     def get_device_capability(self, device=None) -> tuple[int, int]:
         return self._device.get_device_compute_capability()
+
+    def get_device_name(self, device=None) -> str:
+        return f"virtual {self._device.machine.sm} GPU"
+
+    def get_device_properties(self, device=None) -> DeviceProperties:
+        return DeviceProperties(self.get_device_name(), *self.get_device_capability())
 
 
 class UnregisteredLibrary(ModuleView):
@@ -168,3 +198,12 @@ class TorchView(ModuleView):
         self.library = UnregisteredLibrary()
         self.compile = eager
         self.compiler = EagerCompiler()
+
+    def __getattr__(self, name: str):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            raise AttributeError(
+                f"module 'torch' has no attribute {name!r} (the virtual device is a CUDA GPU:"
+                " vendor device modules are not modelled)"
+            ) from None

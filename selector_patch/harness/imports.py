@@ -11,6 +11,9 @@ then be loaded side by side in one process. What the table answers:
 - `torch`, `os`, `logging`, `warnings`, `importlib.metadata`: the views given by the loader;
 - anything else: the real import.
 
+The same `__builtins__` carry the loader's replacements for builtins (`print`, so that what the
+selector prints is captured; see `logs`).
+
 Executed modules get unique private names. They are entered in `sys.modules` only while their
 body runs (`dataclasses` looks the defining module up there), then removed.
 """
@@ -47,6 +50,7 @@ class PrivateImports:
         root: Path | None,
         *,
         views: Mapping[str, types.ModuleType],
+        builtin_overrides: Mapping[str, Callable[..., Any]],
         answers: Mapping[str, Callable[..., Any]],
         preset: Mapping[str, types.ModuleType],
     ) -> None:
@@ -54,7 +58,7 @@ class PrivateImports:
         self.views = dict(views)
         self.answers = dict(answers)
         self.modules: dict[str, types.ModuleType] = dict(preset)
-        self.builtins = dict(vars(builtins), __import__=self.import_)
+        self.builtins = {**vars(builtins), **builtin_overrides, "__import__": self.import_}
 
     def import_(self, name, globals=None, locals=None, fromlist=(), level=0):
         absolute = self._absolute(name, globals, level)

@@ -3,9 +3,12 @@
 `load_selector` executes the real selector module from source (or from replacement `text`, as the
 codemod and fuzzers need) under a private module name with a private import table (see
 `imports`). `LoadedSelector.select` pins the scenario's machine, cuDNN answer and `NVTE_*`
-variables, builds `AttentionParams` as `DotProductAttention` does and calls TE's own
-`get_attention_backend`, looked up on the module at call time so a wrapper installed there (the
-runtime patch) is what runs.
+variables, and, in the scenario's autograd state, builds `AttentionParams` as
+`DotProductAttention` does and calls TE's own `get_attention_backend` (with keyword arguments in
+the dialect before `AttentionParams`, see `calling`), looked up on the module at call time so a
+wrapper installed there (the runtime patch) is what runs. Whatever the selector's own code
+raises, at import or while selecting, is a `LoadError` of one line naming the file
+(`failures`): fork code fails in ways no release does.
 
 TE 2.2+ is imported once; its installed packages are pinned per call through
 `FlashAttentionUtils`. TE 1.x - 2.1 decide which flash-attn is usable at import, from package
@@ -15,38 +18,38 @@ metadata and the device, so they are imported once per machine, each import seei
 from __future__ import annotations
 
 import ast
+import contextlib
+import inspect
 import threading
 import types
 from pathlib import Path
+from typing import Iterator
+
+import torch
 
 from selector_patch import scoped_env
+from selector_patch.harness.calling import call_selector, input_names
 from selector_patch.harness.device import Machine, MetadataView, TorchView, VirtualDevice
 from selector_patch.harness.extension import (
     extension_module,
     member_name,
     returns_reject_message,
 )
+from selector_patch.harness.failures import LoadError, SelectionError, describe, located
 from selector_patch.harness.imports import EXTENSION, TE_PACKAGE, PrivateImports, execute
 from selector_patch.harness.logs import LoggingView, LogSink, WarningsView
 from selector_patch.harness.opaque import OpaqueModule
-from selector_patch.harness.params import attention_params_kwargs, field_names
+from selector_patch.harness.params import attention_params_kwargs
 from selector_patch.harness.pinning import ModuleState, pins_packages
-from selector_patch.harness.selection import Selection, interpret
+from selector_patch.harness.returns import return_layout
+from selector_patch.harness.selection import Selection, UnreadableResult, interpret
 from selector_patch.scenario import Scenario
 from selector_patch.sources import SelectorSource, resolve
 
 SELECTOR = "get_attention_backend"
-PARAMS = "AttentionParams"
 #: TE computes its log level at import from these; the harness always wants the debug lines.
 IMPORT_ENV = {"NVTE_DEBUG": "1", "NVTE_DEBUG_LEVEL": "2"}
 ENV_PREFIX = "NVTE_"
-
-
-class LoadError(Exception):
-    """The selector cannot be loaded; `str()` is one line, `"<path>: <cause>"`."""
-
-    def __init__(self, path: object, cause: str) -> None:
-        super().__init__(f"{path}: {cause}")
 
 
 class _Import:
@@ -72,6 +75,7 @@ class LoadedSelector:
                 self.path, f"syntax error on line {error.lineno}: {error.msg}"
             ) from None
         self._code = compile(tree, str(self.path), "exec")
+        self._layout = return_layout(tree, SELECTOR)
         self._package = _package_of(source)
         self._lock = threading.Lock()
         self._sink = LogSink()
@@ -87,6 +91,7 @@ class LoadedSelector:
                 "warnings": WarningsView(self._sink),
                 "importlib.metadata": MetadataView(self._device),
             },
+            builtin_overrides={"print": self._sink.print},
             answers=answers,
             preset={
                 EXTENSION: extension_module(
@@ -100,24 +105,53 @@ class LoadedSelector:
         self._imported: dict[Machine, _Import] = {}
         self._default = self._import_on(Machine.of(default))
         self.module = self._default.module
-        self.params_fields = field_names(self.module.__dict__[PARAMS])
+        try:
+            self.params_fields = input_names(self.module.__dict__, self.module.__dict__[SELECTOR])
+        except (ValueError, TypeError) as error:
+            raise LoadError(self.path, str(error)) from None
         self._per_machine = not pins_packages(self.module)
 
     def select(self, scenario: Scenario) -> Selection:
         """Run TE's selector for `scenario`; raises `Unrepresentable` if the release cannot."""
-        member_name(scenario.fused_backend)  # reject a misspelt answer before running
-        with self._lock, scoped_env.overridden(dict(scenario.env), hide_prefix=ENV_PREFIX):
-            machine = Machine.of(scenario)
-            imported = self._import_on(machine) if self._per_machine else self._default
-            module = imported.module
+        with self.pinned(scenario) as module:
             kwargs = attention_params_kwargs(
                 scenario, self.params_fields, module.__dict__.get("check_set_window_size")
             )
+            return self._run(module.__dict__, kwargs, scenario)
+
+    @contextlib.contextmanager
+    def pinned(self, scenario: Scenario) -> Iterator[types.ModuleType]:
+        """The selector's module as it runs on the scenario's device, with its `NVTE_*`
+        variables, installed packages and autograd state, for TE code that selects through it.
+
+        A backward will run iff autograd records the call: that is how a caller says it, while
+        `DotProductAttention` builds the params and selects.
+        """
+        member_name(scenario.fused_backend)  # reject a misspelt answer before running
+        with (
+            self._lock,
+            scoped_env.overridden(dict(scenario.env), hide_prefix=ENV_PREFIX),
+            torch.set_grad_enabled(scenario.backward),
+        ):
+            machine = Machine.of(scenario)
+            imported = self._import_on(machine) if self._per_machine else self._default
             self._device.pin(machine, scenario.fused_backend)
             imported.state.reset(machine.flash_attn)
             self._sink.take()
-            result = module.__dict__[SELECTOR](module.__dict__[PARAMS](**kwargs))
-            return interpret(result, module.__dict__, scenario, self._sink.take())
+            yield imported.module
+
+    def _run(self, namespace: dict, kwargs: dict, scenario: Scenario) -> Selection:
+        """Call the selector and read its result; what fails in its code is a `SelectionError`."""
+        try:
+            result = call_selector(namespace, namespace[SELECTOR], kwargs)
+            return interpret(result, self._layout, namespace, scenario, self._sink.take())
+        except UnreadableResult as error:
+            raise SelectionError(self.path, f"{SELECTOR} {error}") from None
+        except Exception as error:
+            machine = Machine.of(scenario)
+            raise SelectionError(
+                located(self.path, error), f"{SELECTOR} raised {describe(error)} (on {machine})"
+            ) from error
 
     def _import_on(self, machine: Machine) -> _Import:
         """The module as imported on `machine`, executing it on first use."""
@@ -131,11 +165,10 @@ class LoadedSelector:
                 execute(self._code, module)
         except Exception as error:  # the module's own import-time failure, reported as such
             raise LoadError(
-                self.path, f"import on {machine} failed: {type(error).__name__}: {error}"
+                located(self.path, error), f"import on {machine} failed: {describe(error)}"
             ) from error
-        for required in (SELECTOR, PARAMS):
-            if required not in module.__dict__:
-                raise LoadError(self.path, f"defines no {required}")
+        if not isinstance(inspect.unwrap(module.__dict__.get(SELECTOR)), types.FunctionType):
+            raise LoadError(self.path, f"defines no {SELECTOR} function")
         imported = self._imported[machine] = _Import(module)
         return imported
 

@@ -3,9 +3,15 @@
 `DotProductAttention.forward` fills `AttentionParams` from its tensors and its own settings; some
 of those values differ from the dataclass defaults (no bias gives `core_attention_bias_shape=None`
 and `core_attention_bias_requires_grad=False`, the softmax scale is `1/sqrt(head_dim)`, the window
-comes from the module's own `check_set_window_size`). Calling the selector with the defaults
+comes from the module's own `check_set_window_size`, `fp8_meta` is the module's dict). Calling the selector with the defaults
 instead would run filters no real call runs. Field names differ across releases, so only fields
 the release's dataclass declares are passed; a scenario the release cannot express is refused.
+
+Whether a backward will run is the autograd state the call is made in (the loader builds the
+params and selects under `torch.set_grad_enabled(scenario.backward)`), on every release: TE
+upstream's `DotProductAttention` passes `requires_backward` computed from it, and a field that
+derives it with a `default_factory` (the codemod's and the runtime patch's signal) is left to
+read it, as TE 2.15 - 2.20's call, which does not pass it, leaves it.
 """
 
 from __future__ import annotations
@@ -27,7 +33,13 @@ class Unrepresentable(Exception):
 
 
 def field_names(params_class: type) -> tuple[str, ...]:
-    return tuple(field.name for field in dataclasses.fields(params_class))
+    """The fields the harness passes, as `DotProductAttention` does: all but those that compute
+    their own value (a `default_factory`, such as the backward signal reading autograd)."""
+    return tuple(
+        field.name
+        for field in dataclasses.fields(params_class)
+        if field.default_factory is dataclasses.MISSING
+    )
 
 
 def attention_params_kwargs(
@@ -36,11 +48,6 @@ def attention_params_kwargs(
     check_set_window_size: Callable[[str, Any], Any] | None,
 ) -> dict[str, Any]:
     """Keyword arguments for the release's `AttentionParams`, as a BF16 no-bias DPA call passes."""
-    if "requires_backward" not in fields and scenario.backward != scenario.training:
-        raise Unrepresentable(
-            f"backward={scenario.backward} with training={scenario.training}: this release "
-            "reads `is_training` as the backward flag"
-        )
     if "head_dim_qk" not in fields and scenario.head_dim_qk != scenario.head_dim_v:
         raise Unrepresentable(
             f"head_dim_qk={scenario.head_dim_qk} != head_dim_v={scenario.head_dim_v}: this "
@@ -78,6 +85,7 @@ def attention_params_kwargs(
         "is_training": scenario.training,
         "requires_backward": scenario.backward,
         "fp8": False,
+        "fp8_meta": {},  # the module's own dict, never None (TE 2.15's `__eq__` reads it)
         "softmax_scale": 1.0 / math.sqrt(scenario.head_dim_qk),
         **{name: getattr(scenario, name) for name in OPTIONAL_FEATURES},
     }

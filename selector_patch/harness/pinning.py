@@ -3,7 +3,9 @@
 The selector is not a pure function. It writes module globals (TE 2.1 lowers
 `_flash_attn_max_version`, sets `_use_flash_attn_3`) and `FlashAttentionUtils` class attributes
 (`version_required`, the `*_warning_printed` flags). Harness calls must be independent, so
-`ModuleState` snapshots both right after import and restores them before every call.
+`ModuleState` snapshots both right after import and restores them before every call. The globals
+are those written by the selector and by the module's functions it calls: a fork's selector may
+dispatch to module-level functions that hold the filters (and write the globals).
 
 From TE 2.2 on, which flash-attn packages are installed lives on `FlashAttentionUtils`, filled in
 by `backends.py` at import: it sets `version` / `fa3_version` / `fa4_version` and calls the
@@ -14,12 +16,13 @@ TE 1.x - 2.1 read the packages at import instead; the loader imports those once 
 
 from __future__ import annotations
 
+import inspect
 import types
 from typing import Any
 
 from packaging.version import Version
 
-from selector_patch.bytecode import written_globals
+from selector_patch.bytecode import reached_functions, written_globals
 from selector_patch.roles import ROLES
 
 UTILS_CLASS = "FlashAttentionUtils"
@@ -52,9 +55,9 @@ class ModuleState:
     def __init__(self, module: types.ModuleType, selector: types.FunctionType) -> None:
         namespace = module.__dict__
         self._namespace = namespace
-        self._globals = {
-            name: namespace[name] for name in written_globals(selector) if name in namespace
-        }
+        reached = reached_functions(inspect.unwrap(selector))
+        written = {name for function in reached for name in written_globals(function)}
+        self._globals = {name: namespace[name] for name in written if name in namespace}
         self._utils = namespace.get(UTILS_CLASS) if pins_packages(module) else None
         self._pristine = _class_state(self._utils) if self._utils is not None else {}
         self._pinned: dict[tuple, dict[str, Any]] = {}

@@ -2,8 +2,9 @@
 
 TE 2.2+ returns `(use_flash, flash_version, use_fused, fused_backend, use_unfused, available)`;
 TE 1.9 - 2.1 return the same without the flash version and record FA3's use in the module global
-`_use_flash_attn_3`. `Selection` names the chosen backend, its role ("FA4", ...) and the
-selector's own log lines, formatted only when read.
+`_use_flash_attn_3`; before 1.9 the fused backend came last. `returns` says which item is which
+(a fork's extra backend included); `Selection` names the chosen backend, its role ("FA4", ...)
+and the selector's own log lines, formatted only when read.
 """
 
 from __future__ import annotations
@@ -14,30 +15,51 @@ from functools import cached_property
 from packaging.version import Version
 
 from selector_patch.harness.logs import format_entry
+from selector_patch.harness.returns import (
+    AVAILABLE,
+    FLASH,
+    FLASH_VERSION,
+    FUSED,
+    POSITIONAL,
+    UNFUSED,
+    Layout,
+)
 from selector_patch.roles import dispatched_role
 from selector_patch.scenario import Scenario
 
-BACKENDS = ("FlashAttention", "FusedAttention", "UnfusedDotProductAttention")
+#: TE's backends by the flag that selects them, and the role each runs (FlashAttention's is
+#: decided by the flash version).
+BACKENDS = {
+    FLASH: ("FlashAttention", None),
+    FUSED: ("FusedAttention", "FUSED"),
+    UNFUSED: ("UnfusedDotProductAttention", "UNFUSED"),
+}
 NO_BACKEND = "NoBackend"
 #: TE 1.11 - 2.1: set by the selector when FlashAttention means FA3.
 FA3_GLOBAL = "_use_flash_attn_3"
 
 
+class UnreadableResult(Exception):
+    """The selector returned something TE's caller could not unpack."""
+
+
 @dataclass(frozen=True)
 class Selection:
-    #: "FlashAttention" | "FusedAttention" | "UnfusedDotProductAttention" | "NoBackend"
+    #: "FlashAttention" | "FusedAttention" | "UnfusedDotProductAttention" | "NoBackend", or a
+    #: fork's own backend, named by its flag ("use_flex_attention")
     backend: str
     #: "FA2" | "FA3" | "FA4" | "FUSED" | "UNFUSED" | None
     role: str | None
     flash_version: str | None
-    #: TE's available_backends: (flash, fused, unfused)
-    available: tuple[bool, bool, bool]
+    #: TE's available_backends: (flash, fused, unfused), and a fork's own as it lists them
+    available: tuple[bool, ...]
     entries: tuple[tuple[str, object, tuple], ...] = field(default=(), repr=False, compare=False)
 
     @cached_property
     def log(self) -> tuple[str, ...]:
         """The selector's debug / warning lines for this call, formatted as TE prints them."""
-        return tuple(format_entry(entry) for entry in self.entries)
+        lines = (format_entry(entry) for entry in self.entries)
+        return tuple(line for line in lines if line is not None)
 
 
 def _flash_role(version: str | None) -> str:
@@ -50,23 +72,47 @@ def _flash_role(version: str | None) -> str:
     return dispatched_role(Version(version).major if version is not None else None)
 
 
-def interpret(result: tuple, module_globals: dict, scenario: Scenario, entries: tuple) -> Selection:
-    """Read a selector's return value (either dialect) into a `Selection`."""
-    if len(result) == 6:
-        use_flash, flash_backend, use_fused, _fused_backend, use_unfused, available = result
-        flash_version = str(flash_backend) if use_flash and flash_backend is not None else None
-        role = _flash_role(flash_version) if use_flash else None
-    else:
-        use_flash, use_fused, _fused_backend, use_unfused, available = result
-        role = ("FA3" if module_globals.get(FA3_GLOBAL) else "FA2") if use_flash else None
+def _layout(result: object, layout: Layout | None) -> Layout:
+    """`layout` when it fits the returned tuple, else TE's for its length (read by position)."""
+    if not isinstance(result, (tuple, list)):
+        raise UnreadableResult(f"returned {type(result).__name__}, not TE's tuple")
+    if layout is not None and len(layout) == len(result):
+        return layout
+    positional = POSITIONAL.get(len(result))
+    if positional is None:
+        raise UnreadableResult(
+            f"returned {len(result)} items (TE returns {' or '.join(map(str, POSITIONAL))}),"
+            " and its return statement does not name them as TE does"
+        )
+    return positional
+
+
+def interpret(
+    result: object,
+    layout: Layout | None,
+    module_globals: dict,
+    scenario: Scenario,
+    entries: tuple,
+) -> Selection:
+    """Read a selector's return value (any dialect; `layout` from `returns.return_layout`)."""
+    layout = _layout(result, layout)
+    selected = None
+    for position, flag in layout.flags:
+        if result[position]:
+            selected = flag
+            break
+    backend, role = BACKENDS.get(selected, (selected or NO_BACKEND, None))
+    flash_version = None
+    if selected == FLASH and FLASH_VERSION in layout.position:
+        flash_backend = result[layout.position[FLASH_VERSION]]
+        flash_version = str(flash_backend) if flash_backend is not None else None
+        role = _flash_role(flash_version)
+    elif selected == FLASH:
+        role = "FA3" if module_globals.get(FA3_GLOBAL) else "FA2"
         flash_version = scenario.flash_attn_3 if role == "FA3" else scenario.flash_attn_2
-        flash_version = flash_version if use_flash else None
-    if use_flash:
-        backend = BACKENDS[0]
-    elif use_fused:
-        backend, role = BACKENDS[1], "FUSED"
-    elif use_unfused:
-        backend, role = BACKENDS[2], "UNFUSED"
-    else:
-        backend = NO_BACKEND
-    return Selection(backend, role, flash_version, tuple(bool(x) for x in available), entries)
+    available = result[layout.position[AVAILABLE]]
+    try:
+        available = tuple(bool(x) for x in available)
+    except TypeError:
+        raise UnreadableResult(f"returned {AVAILABLE}={available!r}, not a list") from None
+    return Selection(backend, role, flash_version, available, entries)

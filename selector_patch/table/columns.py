@@ -6,8 +6,7 @@ witness shape) and its controls, applied to its first witness shape, except cont
 move the architecture: the rows already show every architecture. Every column runs in the
 hazard's isolating environment (its backend left as the only flash backend, fused attention off,
 as in seed 000's reproduction), so a cell shows the backend TE really picks for that request,
-not one hidden behind a preference. A control that needs an input the release cannot tell apart
-(`requires_backward`) is left out.
+not one hidden behind a preference.
 """
 
 from __future__ import annotations
@@ -38,8 +37,6 @@ class Column:
     label: str
     #: The request, on the hazard's first architecture; each row moves it to its own.
     scenario: Scenario
-    #: An `AttentionParams` field the release must have for this column to mean anything.
-    needs: str | None = None
 
     def on(self, architecture: tuple[int, int]) -> Scenario:
         return self.scenario.with_changes({"compute_capability": architecture})
@@ -64,6 +61,11 @@ def label(hazard: Hazard, scenario: Scenario) -> str:
     if "padded_head_dim" in inputs:
         qk, v = scenario.head_dim_qk, scenario.head_dim_v
         words.append(f"head dim {qk}" if qk == v else f"head dim {qk}/{v}")
+    if "num_splits" in inputs:
+        words.append(f"num_splits {scenario.num_splits}")
+    installed = getattr(scenario, PACKAGE_FIELD[hazard.backend])
+    if installed != hazard.kernel_version:
+        words.append(f"{hazard.evidence.package} {installed}")
     return ", ".join(words)
 
 
@@ -80,19 +82,15 @@ def hazard_columns(hazard: Hazard) -> list[Column]:
     columns = [Column(hazard, "witness", label(hazard, w), w) for w in witnesses]
     for control, scenario in hazard.control_scenarios(witnesses[0]):
         if "compute_capability" not in control.changes:
-            columns.append(
-                Column(hazard, "control", label(hazard, scenario), scenario, control.needs)
-            )
+            columns.append(Column(hazard, "control", label(hazard, scenario), scenario))
     return columns
 
 
-def table_columns(hazards: Iterable[Hazard], params_fields: tuple[str, ...]) -> list[Column]:
-    """Every hazard's columns the release can express, without repeating a request."""
+def table_columns(hazards: Iterable[Hazard]) -> list[Column]:
+    """Every hazard's columns, without repeating a request."""
     columns, seen = [], set()
     for hazard in hazards:
         for column in hazard_columns(hazard):
-            if column.needs is not None and column.needs not in params_fields:
-                continue
             if column.scenario not in seen:
                 seen.add(column.scenario)
                 columns.append(column)

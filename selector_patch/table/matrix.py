@@ -103,7 +103,7 @@ def build(
     """The table of `hazards` for `source`; with `patched`, the selector patched against the
     same hazards beside it."""
     selector = load_selector(source)
-    columns = table_columns(hazards, selector.params_fields)
+    columns = table_columns(hazards)
     variants = [_variant("unpatched", selector, columns, hazards)]
     if patched:
         copy = load_selector(source)

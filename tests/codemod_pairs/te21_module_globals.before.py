@@ -2,9 +2,23 @@
 
 import logging
 import os
+from dataclasses import dataclass, fields
+
+import torch
 
 _flash_attn_is_installed = False
 _flash_attn_2_4_1_plus = False
+
+
+@dataclass(eq=True)
+class AttentionParams:
+    """What `get_attention_backend` is asked about."""
+
+    head_dim_qk: int = 64
+    head_dim_v: int = 64
+    attention_dropout: float = 0.0
+    deterministic: bool = False
+    is_training: bool = True
 
 
 def get_device_compute_capability():

@@ -2,12 +2,30 @@
 
 import logging
 import os
+from dataclasses import dataclass, fields
+
+import torch
+from packaging.version import Version as PkgVersion
 
 
 class FlashAttentionUtils:
+    version = PkgVersion("0")
     is_installed = False
     v2_4_1_plus = False
     v4_is_installed = False
+    fa4_version = PkgVersion("0")
+
+
+@dataclass(eq=True)
+class AttentionParams:
+    """What `get_attention_backend` is asked about."""
+
+    head_dim_qk: int = 64
+    head_dim_v: int = 64
+    attention_dropout: float = 0.0
+    deterministic: bool = False
+    is_training: bool = True
+    num_splits: int = 1
 
 
 def get_device_compute_capability():
@@ -20,6 +38,7 @@ def get_attention_backend(attention_params=None):
     attention_dropout = attention_params.attention_dropout
     deterministic = attention_params.deterministic
     is_training = attention_params.is_training
+    num_splits = attention_params.num_splits
     logger = logging.getLogger("DotProductAttention")
     device_compute_capability = get_device_compute_capability()
 
@@ -36,6 +55,16 @@ def get_attention_backend(attention_params=None):
         use_fused_attention = False
     if device_compute_capability < (9, 0):
         use_flash_attention_4 = False
+
+    # Filter: num_splits
+    if num_splits != 1:
+        if use_flash_attention_2 and FlashAttentionUtils.is_installed:
+            logger.debug("Disabling FlashAttention 2 for num_splits")
+            use_flash_attention_2 = False
+        if use_flash_attention_4 and device_compute_capability < (10, 0):
+            if FlashAttentionUtils.v4_is_installed:
+                logger.debug("Disabling FlashAttention 4 for num_splits on SM < 100")
+            use_flash_attention_4 = False
 
     # Filter: Head dimension
     fa2_padded_head_dim = max(head_dim_qk, head_dim_v)
@@ -71,5 +100,14 @@ def get_attention_backend(attention_params=None):
     # use_flash_attention may have been set above
     use_flash_attention_2 = use_flash_attention and use_flash_attention_2
     use_flash_attention_4 = use_flash_attention and use_flash_attention_4
+    if use_flash_attention_2 and not FlashAttentionUtils.is_installed:
+        use_flash_attention_2 = False
+    if use_flash_attention_4 and not FlashAttentionUtils.v4_is_installed:
+        use_flash_attention_4 = False
     use_flash_attention = use_flash_attention_2 or use_flash_attention_4
-    return use_flash_attention, use_fused_attention, use_unfused_attention
+    flash_attention_backend = None
+    if use_flash_attention_4:
+        flash_attention_backend = FlashAttentionUtils.fa4_version
+    elif use_flash_attention_2:
+        flash_attention_backend = FlashAttentionUtils.version
+    return use_flash_attention, flash_attention_backend, use_fused_attention, use_unfused_attention

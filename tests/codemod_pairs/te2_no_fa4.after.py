@@ -2,11 +2,29 @@
 
 import logging
 import os
+from dataclasses import dataclass, fields
+import dataclasses
+
+import torch
 
 
 class FlashAttentionUtils:
     is_installed = False
     v2_4_1_plus = False
+
+
+@dataclass(eq=True)
+class AttentionParams:
+    """What `get_attention_backend` is asked about."""
+
+    head_dim_qk: int = 64
+    head_dim_v: int = 64
+    attention_dropout: float = 0.0
+    deterministic: bool = False
+    is_training: bool = True
+    # Whether a backward will run: autograd's state when the params are built; a field,
+    # so the backend cache never reuses a forward-only selection for it.
+    requires_backward: bool = dataclasses.field(default_factory=torch.is_grad_enabled)
 
 
 def get_device_compute_capability():
@@ -19,6 +37,7 @@ def get_attention_backend(attention_params=None):
     attention_dropout = attention_params.attention_dropout
     deterministic = attention_params.deterministic
     is_training = attention_params.is_training
+    requires_backward = attention_params.requires_backward
     logger = logging.getLogger("DotProductAttention")
     device_compute_capability = get_device_compute_capability()
 
@@ -52,6 +71,7 @@ def get_attention_backend(attention_params=None):
         and max(head_dim_qk, head_dim_v) > 192
         and attention_dropout > 0.0
         and is_training
+        and requires_backward
         and device_compute_capability in ((8, 6), (8, 9), (12, 0), (12, 1))
     ):
         if FlashAttentionUtils.is_installed:

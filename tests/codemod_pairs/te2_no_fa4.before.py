@@ -2,11 +2,25 @@
 
 import logging
 import os
+from dataclasses import dataclass, fields
+
+import torch
 
 
 class FlashAttentionUtils:
     is_installed = False
     v2_4_1_plus = False
+
+
+@dataclass(eq=True)
+class AttentionParams:
+    """What `get_attention_backend` is asked about."""
+
+    head_dim_qk: int = 64
+    head_dim_v: int = 64
+    attention_dropout: float = 0.0
+    deterministic: bool = False
+    is_training: bool = True
 
 
 def get_device_compute_capability():

@@ -1,0 +1,94 @@
+"""Equivalent spellings of a guard change no verdict.
+
+Forks write the same filter in many ways: architectures in a set or a module-level constant,
+`cc[0] == 12` for the 12.x family, `any(...)` over a tuple, De Morgan, nested `if`s, a loop with
+an early `continue`, a local helper with early returns. `mutants.respell` rewrites the filters
+of real selectors - TE 2.20.2 and 2.14.1 after the codemod (its own guards among them), and TE
+1.13.0, whose head-dim allowlist is what guards TEA002 - into such spellings, one to three at a
+time, and for every rewrite:
+
+- the analyzer's verdict on every hazard (applicable, reachable) is the base's;
+- the harness (TE's own code, respelt) agrees;
+- the codemod plans what it planned for the base and inserts nothing: a guard in another
+  spelling is recognised, never duplicated.
+
+The hypothesis profile sets how many rewrites run (`tests/conftest.py`); at least 40 do.
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import functools
+
+import pytest
+from fuzz_bases import base
+from hypothesis import given, reject, settings
+from hypothesis import strategies as st
+from mutants import SPELLINGS, Mutation, respell
+
+from codemods.plan import plan_insertions
+from lint_plugin.engine.analysis import analyze_source
+from selector_patch.harness import load_selector
+from selector_patch.registry import HAZARDS
+from selector_patch.verify import verify
+
+SELECTOR = "get_attention_backend"
+BASES = ("2.20.2+codemod", "2.14.1+codemod", "1.13.0")
+#: Rewrites applied, by operator, reported at the end of the module.
+TALLY: collections.Counter[str] = collections.Counter()
+
+
+@functools.lru_cache(maxsize=None)
+def expected(name: str) -> tuple[dict, dict, dict]:
+    """The base's analyzer verdicts, harness reachability and codemod statuses."""
+    source, module = base(name)
+    text = ast.unparse(module)
+    return judged(source, text)
+
+
+def judged(source, text: str) -> tuple[dict, dict, dict]:
+    verdicts = {v.hazard_id: (v.applicable, v.reachable) for v in analyze_source(text)}
+    harness = {r.id: r.reachable for r in verify(load_selector(source, text=text))}
+    plan = plan_insertions(text, HAZARDS)
+    return verdicts, harness, plan.statuses
+
+
+rewrites = st.lists(
+    st.builds(Mutation, st.sampled_from(SPELLINGS), st.integers(0, 2**16)), min_size=1, max_size=3
+)
+
+
+@settings(max_examples=max(40, settings().max_examples))
+@given(name=st.sampled_from(BASES), rewrites=rewrites)
+def test_respelt_guards_keep_every_verdict(name, rewrites) -> None:
+    source, module = base(name)
+    respelt = respell(module, SELECTOR, rewrites)
+    if respelt is None:
+        reject()
+    compile(respelt.text, str(source.path), "exec")
+    where = f"{name} {list(respelt.descriptions)}"
+    verdicts, harness, statuses = judged(source, respelt.text)
+    base_verdicts, base_harness, base_statuses = expected(name)
+    assert verdicts == base_verdicts, f"{where}: analyzer {verdicts} != {base_verdicts}"
+    assert harness == base_harness, f"{where}: harness {harness} != {base_harness}"
+    assert statuses == base_statuses, f"{where}: codemod {statuses} != {base_statuses}"
+    TALLY["rewrites"] += 1
+    TALLY.update(f"{mutation.operator}" for mutation in respelt.mutations)
+
+
+def test_every_spelling_applies_to_a_codemod_guard() -> None:
+    """No operator is vacuous on the codemod's own output."""
+    _, module = base("2.20.2+codemod")
+    for operator in SPELLINGS:
+        assert respell(module, SELECTOR, [Mutation(operator, 0)]) is not None, operator
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_tally(request):
+    yield
+    if TALLY:
+        plugins = request.config.pluginmanager
+        counts = ", ".join(f"{key}: {value}" for key, value in sorted(TALLY.items()))
+        with plugins.get_plugin("capturemanager").global_and_fixture_disabled():
+            plugins.get_plugin("terminalreporter").write_line(f"\nrespelt guards: {counts}")
