@@ -285,3 +285,87 @@ def test_the_command_mines_a_cpp_tree_and_exits_1_with_a_declaration(tmp_path, r
         "sm121": "guarded",
     }
     assert verdict["declaration"]["architectures"] == [[8, 6], [8, 9], [12, 0], [12, 1]]
+
+
+FA3_SWITCH = """
+#define ARCH_SWITCH(ARCH, ARCH_NAME, ...)                \\
+  [&] {                                                  \\
+    if (ARCH == 86 || ARCH == 89) {                      \\
+      constexpr static int ARCH_NAME = 86;               \\
+      return __VA_ARGS__();                              \\
+    } else if (ARCH < 90) {                              \\
+      constexpr static int ARCH_NAME = 80;               \\
+      return __VA_ARGS__();                              \\
+    } else {                                             \\
+      constexpr static int ARCH_NAME = 90;               \\
+      return __VA_ARGS__();                              \\
+    }                                                    \\
+  }()
+"""
+
+FA3_API = """
+#include "static_switch.h"
+
+template <int Arch>
+void run_flash_fwd(Flash_fwd_params &params, cudaStream_t stream) {
+    cutlass::kernel_launch<Kernel>(grid, block, smem, stream, kernel_params, false);
+}
+
+void run_mha_fwd(Flash_fwd_params &params, cudaStream_t stream) {
+    ARCH_SWITCH(params.arch, Arch, [&] {
+        if (params.d <= 256) { return run_flash_fwd<Arch>(params, stream); }
+    });
+}
+
+std::vector<at::Tensor>
+mha_fwd(at::Tensor q, at::Tensor k, at::Tensor v, bool is_causal, int num_splits) {
+    auto dprops = at::cuda::getCurrentDeviceProperties();
+    TORCH_CHECK(dprops->major >= 8, "FlashAttention only supports Ampere GPUs or newer.");
+    auto q_type = q.scalar_type();
+    if (dprops->major < 9) {
+        TORCH_CHECK(q_type == at::ScalarType::Half || q_type == at::ScalarType::BFloat16,
+                    "FlashAttention-3 FP8 requires Hopper");
+    }
+    int const head_size = q.size(-1);
+    TORCH_CHECK(head_size <= 256, "FlashAttention forward only supports head dimension at most 256");
+    if (num_splits > 1) {
+        TORCH_CHECK(dprops->major == 9, "splits need Hopper");
+    }
+    Flash_fwd_params params;
+    params.d = head_size;
+    params.arch = dprops->major * 10 + dprops->minor;
+    run_mha_fwd(params, stream);
+    return {};
+}
+
+TORCH_LIBRARY_IMPL(flash_attn_3, CUDA, m) {
+    m.impl("fwd", &mha_fwd);
+}
+"""
+
+
+def test_fa3_shapes_device_properties_arch_switch_and_torch_library(tmp_path):
+    hopper = tmp_path / "hopper"
+    hopper.mkdir()
+    (hopper / "static_switch.h").write_text(textwrap.dedent(FA3_SWITCH))
+    (hopper / "flash_api.cpp").write_text(textwrap.dedent(FA3_API))
+    (hopper / "__init__.py").write_text('__version__ = "3.0.0.b1"\n')
+    (tmp_path / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: flash-attn\nVersion: 2.99.0\n")
+    found = mine(from_directory(tmp_path))
+    assert any(note.startswith("FA2: no C++ under csrc/flash_attn/") for note in found.notes)
+    cases = {case.site.message: case for case in found.cases}
+    assert {c.backend for c in found.cases} == {"FA3"} and {c.version for c in found.cases} == {
+        "3.0.0.b1"
+    }
+    assert cases["FlashAttention only supports Ampere GPUs or newer."].architectures == (
+        (7, 0),
+        (7, 5),
+    )
+    fp8 = cases["FlashAttention-3 FP8 requires Hopper"]
+    assert fp8.architectures == ((8, 0), (8, 6), (8, 7), (8, 9))
+    assert fp8.labels == ("FP8 inputs",) and "no FP8" in fp8.unmapped
+    splits = cases["splits need Hopper"]
+    assert splits.architectures == ((8, 0), (8, 6), (8, 7), (8, 9), (10, 0), (10, 3), (11, 0),
+                                    (12, 0), (12, 1))  # fmt: skip
+    assert splits.triggers == (Condition("num_splits", ">", 1),) and splits.unmapped is None
+    assert by_kind(found.cases, NO_LAUNCH) == []  # every arch's kernels launch
