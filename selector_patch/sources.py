@@ -17,11 +17,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from packaging.version import InvalidVersion, Version
 
@@ -212,7 +213,28 @@ def wheel_tree(distribution: str, version: str) -> Path:
     )
 
 
-def _cached_wheel(final: Path, version: str, download: Callable[[Path], Path]) -> Path:
+def sdist_tree(distribution: str, version: str, env: Mapping[str, str]) -> Path:
+    """The unpacked source distribution of another package (the miner's flash-attn 2).
+
+    Cached under `sdists/<distribution>/<version>`; its sources are read, never built or
+    imported. pip prepares an sdist's metadata even for a download, which runs its setup.py:
+    `env` tells it not to compile (flash-attn's `FLASH_ATTENTION_SKIP_CUDA_BUILD`), and
+    `--no-build-isolation` keeps pip from installing the build requirements (for flash-attn,
+    torch: in an isolated build that is a CUDA build) - the running interpreter's are used.
+    pip rather than a hand-made index request, so the user's index, proxy and certificate
+    settings apply as for the TE wheels.
+    """
+    final = cache_dir() / "sdists" / distribution / version
+    download = functools.partial(_download, version, distribution=distribution, sdist_env=env)
+    return _cached_wheel(final, version, download, extract=_extract_sdist)
+
+
+def _cached_wheel(
+    final: Path,
+    version: str,
+    download: Callable[[Path], Path],
+    extract: Callable[[Path, Path], None] | None = None,
+) -> Path:
     """`final`, populated on first use with the wheel `download(directory)` fetches.
 
     Download and extraction happen in a private temporary directory that is renamed into place
@@ -225,7 +247,7 @@ def _cached_wheel(final: Path, version: str, download: Callable[[Path], Path]) -
     staging = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=final.parent))
     try:
         tree = staging / "tree"
-        _extract(download(staging / "wheel"), tree)
+        (extract or _extract)(download(staging / "wheel"), tree)
         try:
             os.rename(tree, final)
         except OSError:
@@ -238,18 +260,42 @@ def _cached_wheel(final: Path, version: str, download: Callable[[Path], Path]) -
     return final
 
 
-def _download(version: str, directory: Path, distribution: str = DISTRIBUTION) -> Path:
+def _download(
+    version: str,
+    directory: Path,
+    distribution: str = DISTRIBUTION,
+    sdist_env: Mapping[str, str] | None = None,
+) -> Path:
+    """The wheel of `distribution==version`, or its sdist when `sdist_env` is given."""
+    kind = (
+        ["--only-binary=:all:"]
+        if sdist_env is None
+        else ["--no-binary=:all:", "--no-build-isolation"]
+    )
     command = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+        sys.executable, "-m", "pip", "download", "--no-deps", *kind,
         "--quiet", "--dest", str(directory), f"{distribution.replace('_', '-')}=={version}",
     ]  # fmt: skip
-    completed = subprocess.run(command, capture_output=True, text=True, check=False)
-    wheels = sorted(directory.glob("*.whl"))
+    env = None if sdist_env is None else {**os.environ, **sdist_env}
+    completed = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    wheels = sorted(directory.glob("*.whl" if sdist_env is None else "*.tar.gz"))
     if completed.returncode != 0 or not wheels:
         lines = (completed.stderr or completed.stdout).strip().splitlines()
         cause = lines[-1] if lines else f"exit status {completed.returncode}"
         raise SourceError(version, f"pip download failed: {cause}")
     return wheels[0]
+
+
+def _extract_sdist(sdist: Path, tree: Path) -> None:
+    """An sdist's one top-level directory (`flash_attn-2.8.3/`), unpacked as `tree`."""
+    staging = tree.with_name(tree.name + ".unpacked")
+    try:
+        with tarfile.open(sdist) as archive:
+            archive.extractall(staging, filter="data")
+    except tarfile.TarError as error:
+        raise SourceError(sdist, f"not an sdist: {error}") from None
+    (top,) = staging.iterdir()
+    os.rename(top, tree)
 
 
 def _extract(wheel: Path, tree: Path) -> None:

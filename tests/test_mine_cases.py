@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
-from lint_plugin.mine.cases import cases
-from lint_plugin.mine.extract import refusals
-from lint_plugin.mine.features import FEATURES
+from lint_plugin.mine.cute.cases import cases
+from lint_plugin.mine.cute.extract import refusals
+from lint_plugin.mine.cute.features import FEATURES
 from selector_patch.scenario import Condition
 
 SM12X = ((12, 0), (12, 1))
@@ -16,14 +16,11 @@ def mine(body: str, function: str = "_flash_attn_fwd"):
     """The cases of the one refusal in `body`, the body of a kernel function."""
     code = f"def {function}(arch):\n" + textwrap.indent(textwrap.dedent(body), "    ")
     (refusal,) = refusals(code, "flash_attn/cute/interface.py")
-    return cases(refusal)
+    return cases(refusal, "4.0.0b36")
 
 
 def summary(found):
-    return [
-        (case.architectures, [f.label for f in case.features], case.triggers, case.unmapped)
-        for case in found
-    ]
+    return [(case.architectures, list(case.labels), case.triggers, case.unmapped) for case in found]
 
 
 def test_deterministic_backward():
@@ -83,7 +80,7 @@ def test_two_variables_of_one_feature_make_one_trigger():
 def test_feature_te_cannot_turn_on_is_unmapped_with_the_row_reason():
     (case,) = mine("if arch // 10 == 12:\n    assert page_table is None, 'Paged KV'\n")
     paged = next(f for f in FEATURES if "page_table" in f.values)
-    assert case.features == (paged,) and case.unmapped == f"needs paged KV cache: {paged.why}"
+    assert case.labels == (paged.label,) and case.unmapped == f"needs paged KV cache: {paged.why}"
 
 
 def test_test_on_variables_outside_the_table_is_unmapped_naming_them():
@@ -118,7 +115,7 @@ def test_a_refusal_that_needs_two_features():
             assert arch // 10 != 12, "no deterministic sink on SM 12.x"
         """
     )
-    assert {f.label for f in case.features} == {"deterministic", "learnable softmax sink"}
+    assert set(case.labels) == {"deterministic", "learnable softmax sink"}
     assert set(case.triggers) == {
         Condition("deterministic", "==", True),
         Condition("softmax_type", "==", "learnable"),

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lint_plugin.mine.__main__ import EXIT_ERROR, EXIT_OK, EXIT_UNGUARDED, main
-from lint_plugin.mine.kernel import from_directory
+from lint_plugin.mine.cute.kernel import from_directory
 from selector_patch.config import TABLE
 from selector_patch.registry import HAZARDS
 from selector_patch.sources import SourceError
@@ -64,7 +64,7 @@ def test_unguarded_refusal_exits_1_with_a_declaration(tmp_path, release, capsys)
     code = main(["--te", TE, "--kernel-source", str(root), "--skip-hazard", "TEA001"])
     out = capsys.readouterr().out
     assert code == EXIT_UNGUARDED
-    assert out.splitlines()[1] == "1 architecture-conditioned refusals, 1 cases: 1 UNGUARDED"
+    assert out.splitlines()[1] == "1 sites, 1 cases: 1 UNGUARDED"
     (declared,) = tomllib.loads(out[out.index("[[tool.") :])["tool"][TABLE]["hazards"]
     assert declared["id"] not in {hazard.id for hazard in HAZARDS}
     assert declared["evidence"]["line"] == 5

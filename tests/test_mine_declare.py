@@ -11,11 +11,11 @@ import tomllib
 from pathlib import Path
 
 from lint_plugin.mine.candidates import candidate, matches
-from lint_plugin.mine.cases import cases
+from lint_plugin.mine.cute.cases import cases
 from lint_plugin.mine.crosscheck import GUARDED, UNGUARDED, Verdict
 from lint_plugin.mine.declare import declarations, hazard_tables
-from lint_plugin.mine.extract import refusals
-from lint_plugin.mine.kernel import KernelSource
+from lint_plugin.mine.cute.extract import refusals
+from lint_plugin.mine.cute.kernel import KernelSource
 from selector_patch.config import TABLE, config_from_table
 from selector_patch.registry import HAZARDS, Hazard
 
@@ -42,12 +42,16 @@ MODULE = textwrap.dedent(
 
 
 def all_cases():
-    return [case for r in refusals(MODULE, "flash_attn/cute/interface.py") for case in cases(r)]
+    return [
+        case
+        for r in refusals(MODULE, "flash_attn/cute/interface.py")
+        for case in cases(r, KERNEL.version)
+    ]
 
 
 def candidates():
     found = all_cases()
-    return {case.refusal.line: candidate(case, found, KERNEL) for case in found}
+    return {case.site.line: candidate(case, found) for case in found}
 
 
 def test_deterministic_backward_candidate_is_tea001():
@@ -92,7 +96,7 @@ def verdicts(status=UNGUARDED, known=()):
         Verdict(case, status, hazard, None, matches(hazard, known), "")
         for case in found
         if case.unmapped is None
-        for hazard in [candidate(case, found, KERNEL)]
+        for hazard in [candidate(case, found)]
     ]
 
 

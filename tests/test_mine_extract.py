@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from lint_plugin.mine.arch import ARCHITECTURES
-from lint_plugin.mine.extract import refusals
+from lint_plugin.mine.devices import ARCHITECTURES
+from lint_plugin.mine.cute.extract import refusals
 
 INTERFACE = "flash_attn/cute/interface.py"
 

@@ -21,10 +21,10 @@ from lint_plugin.mine.crosscheck import (
     UNMAPPED,
     Judges,
     crosscheck,
-    mine,
 )
+from lint_plugin.mine.cute import mine
 from lint_plugin.mine.declare import declarations, hazard_tables
-from lint_plugin.mine.kernel import DISTRIBUTION, from_release
+from lint_plugin.mine.cute.kernel import DISTRIBUTION, from_release
 from selector_patch.config import TABLE, config_from_table
 from selector_patch.registry import HAZARDS
 from selector_patch.sources import cache_dir, read_text
@@ -51,11 +51,11 @@ def te(release):
 
 @pytest.fixture(scope="module")
 def verdicts(kernel, found, te):
-    return crosscheck(kernel, found, Judges(te), known=())
+    return crosscheck(found, Judges(te), known=())
 
 
 def deterministic(verdicts):
-    (verdict,) = [v for v in verdicts if v.case.refusal.message == DETERMINISTIC]
+    (verdict,) = [v for v in verdicts if v.case.site.message == DETERMINISTIC]
     return verdict
 
 
@@ -115,7 +115,7 @@ def test_guarded_once_the_codemod_has_run(kernel, found, te, verdicts):
     (TEA001) and the split-KV forward (TEA003) refusals are both guarded."""
     patched, statuses = transform(read_text(te.path), HAZARDS)
     assert statuses["TEA001"] == statuses["TEA003"] == "inserted"
-    after = crosscheck(kernel, found, Judges(te, text=patched), known=HAZARDS)
+    after = crosscheck(found, Judges(te, text=patched), known=HAZARDS)
     assert deterministic(after).status == GUARDED
     assert UNGUARDED not in {v.status for v in after}
     assert {"TEA001", "TEA003"} <= {v.matches for v in after}
@@ -134,5 +134,5 @@ def test_declared_hazards_load_and_the_codemod_guards_them(kernel, found, te, ve
     # A declaration that repeats a registry hazard (TEA001 here: `verdicts` were judged without
     # the registry) is covered by the registry guard instead of getting a second copy.
     assert set(statuses.values()) == {"inserted", "already-guarded"}, statuses
-    after = crosscheck(kernel, found, Judges(te, text=patched), known=config.hazards)
+    after = crosscheck(found, Judges(te, text=patched), known=config.hazards)
     assert UNGUARDED not in {v.status for v in after}

@@ -1,7 +1,11 @@
-"""The miner: flash-attn-4's own "not supported on SM X" checks, cross-checked against TE.
+"""The miner: the kernel libraries' own failures, cross-checked against TE's selector.
 
-`extract` finds the architecture-conditioned refusals in the kernel's AST, `features` and
-`cases` put them in selector inputs, `candidates` turns each into a registry-shaped hazard,
-`crosscheck` lets the analyzer and the harness judge it, and `declare` / `report` say what was
-found. `python -m lint_plugin.mine` runs them all.
+Two sides read kernel sources, each in its own subpackage: `cute` reads flash-attn-4's Python
+(architecture-conditioned `assert` / `raise`, with `ast`), `cuda` reads flash-attn 2 and 3's
+C++ dispatch (`TORCH_CHECK`s and paths that launch no kernel, with tree-sitter). Both state
+what they find as `findings.Case`s - a site, the architectures and the selector inputs it
+fires for - and the rest is shared: `candidates` turns a case into a registry-shaped hazard,
+`crosscheck` lets the analyzer and the harness judge it per architecture, `declare` and
+`report` say what was found, `history` what changed between releases, and `devices` holds the
+architectures and their shared memory. `python -m lint_plugin.mine` runs them all.
 """

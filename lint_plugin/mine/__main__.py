@@ -1,31 +1,41 @@
-"""`python -m lint_plugin.mine`: find the next hazard in flash-attn-4's own refusals.
+"""`python -m lint_plugin.mine`: find the next hazard in the kernel libraries' own sources.
 
-    python -m lint_plugin.mine --te SOURCE (--flash-attn-4 VERSION | --kernel-source PATH)
-                               [--json] [--skip-hazard ID ...]
+    python -m lint_plugin.mine --te SOURCE
+        (--flash-attn-4 VERSION | --flash-attn VERSION [VERSION ...] | --kernel-source PATH)
+        [--json] [--skip-hazard ID ...]
 
-Reads flash-attn-4's `flash_attn/cute/` sources (a released wheel, fetched into the cache, or a
-directory), extracts every architecture-conditioned `assert` / `raise`, maps each onto TE's
-selector inputs and asks the analyzer and the harness whether TE's selector (SOURCE, as
-`python -m selector_patch verify` takes it) can still pick FA4 there. Candidates are derived
-from the kernel alone; a candidate that says what a registry or configured hazard says is
-marked `= TEA0NN`, and `--skip-hazard` switches such an entry off (the miner then declares the
-candidate afresh).
+`--flash-attn-4` reads flash-attn-4's `flash_attn/cute/` Python (a released wheel, fetched into
+the cache) for architecture-conditioned `assert` / `raise`. `--flash-attn` reads a flash-attn
+release's sdist (fetched into the cache, never built) for flash-attn 2's C++ dispatch, and
+flash-attn 3's where the tree has it: every `TORCH_CHECK` and every path that launches no
+kernel, for some architecture or input. `--kernel-source` takes either kind of tree: a
+directory holding `flash_attn/cute/` (with its dist-info), or a flash-attention source tree
+(an unpacked sdist or a checkout, `csrc/flash_attn/` and `hopper/`).
 
-Exit status: 0 no UNGUARDED refusal, 1 some, 2 bad input (one line on stderr), 3 the two
-judges disagree (a bug in this project, reported rather than settled).
+Each finding is mapped onto TE's selector inputs and judged per architecture by the analyzer
+and the harness against TE's selector (SOURCE, as `python -m selector_patch verify` takes it).
+Candidates are derived from the kernel alone; one that says what a registry or configured
+hazard says is marked `= TEA0NN`, and `--skip-hazard` switches such an entry off (the miner
+then declares the candidate afresh). Several `--flash-attn` versions give one report each and
+then what changed from each release to the next.
+
+Exit status: 0 no UNGUARDED case, 1 some, 2 bad input (one line on stderr), 3 the two judges
+disagree (a bug in this project, reported rather than settled).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
-from lint_plugin.mine.crosscheck import DISAGREEMENT, UNGUARDED, Judges, crosscheck, mine
+from lint_plugin.mine import history
+from lint_plugin.mine.crosscheck import DISAGREEMENT, UNGUARDED, Judges, Verdict, crosscheck
 from lint_plugin.mine.declare import declarations
-from lint_plugin.mine.kernel import KernelSource, from_directory, from_release
-from lint_plugin.mine.report import to_json, to_text
+from lint_plugin.mine.findings import Case
+from lint_plugin.mine.report import Kernel, report_json, to_text
 from selector_patch.config import ConfigError, load_config
 from selector_patch.harness import LoadError
 from selector_patch.registry import HAZARDS
@@ -37,8 +47,8 @@ EXIT_OK, EXIT_UNGUARDED, EXIT_ERROR, EXIT_DISAGREEMENT = 0, 1, 2, 3
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m lint_plugin.mine",
-        description="Mine flash-attn-4's architecture-conditioned refusals and check that TE's"
-        " attention selector filters each one.",
+        description="Mine the kernel libraries' refusals and launch-less paths and check that"
+        " TE's attention selector filters each one.",
     )
     parser.add_argument(
         "--te",
@@ -49,10 +59,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     kernel = parser.add_mutually_exclusive_group(required=True)
     kernel.add_argument("--flash-attn-4", metavar="VERSION", help="a released flash-attn-4")
     kernel.add_argument(
+        "--flash-attn",
+        metavar="VERSION",
+        nargs="+",
+        help="released flash-attn 2.x versions (their sdists); several give a cross-version report",
+    )
+    kernel.add_argument(
         "--kernel-source",
         metavar="PATH",
         type=Path,
-        help="a directory holding flash_attn/cute/ (an installed copy or an unpacked wheel)",
+        help="a directory holding flash_attn/cute/ (flash-attn-4), or a flash-attention source"
+        " tree holding csrc/flash_attn/ or hopper/ (flash-attn 2 / 3)",
     )
     parser.add_argument("--json", action="store_true", help="print every verdict as JSON")
     parser.add_argument(
@@ -65,16 +82,72 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _kernel(args: argparse.Namespace) -> KernelSource:
+def _sources(args: argparse.Namespace) -> list[Callable[[], tuple[Kernel, Sequence[Case], tuple]]]:
+    """One loader per kernel tree to mine; each returns the tree, its cases and its notes.
+
+    The C++ side is imported only when asked for: it needs tree-sitter.
+    """
     if args.flash_attn_4 is not None:
-        return from_release(args.flash_attn_4)
-    return from_directory(args.kernel_source)
+        return [lambda: _cute(_cute_kernel().from_release(args.flash_attn_4))]
+    if args.flash_attn is not None:
+        return [
+            lambda v=version: _cuda(_cuda_source().from_release(v)) for version in args.flash_attn
+        ]
+    path = args.kernel_source
+    if _is_cuda_tree(path):
+        return [lambda: _cuda(_cuda_source().from_directory(path))]
+    return [lambda: _cute(_either_kernel(path))]
+
+
+def _either_kernel(path: Path):
+    """A flash-attn-4 tree; failing that, say what either kind of tree would hold."""
+    try:
+        return _cute_kernel().from_directory(path)
+    except SourceError as error:
+        if "flash_attn/cute/" not in str(error):
+            raise
+        raise SourceError(
+            path,
+            "no flash_attn/cute/ here, nor a flash_api.cpp under csrc/flash_attn/ or hopper/"
+            " (give the directory holding one)",
+        ) from None
+
+
+def _is_cuda_tree(path: Path) -> bool:
+    root = path.expanduser()
+    return any((root / d / "flash_api.cpp").is_file() for d in ("csrc/flash_attn", "hopper"))
+
+
+def _cute_kernel():
+    from lint_plugin.mine.cute import kernel
+
+    return kernel
+
+
+def _cuda_source():
+    from lint_plugin.mine.cuda import source
+
+    return source
+
+
+def _cute(kernel):
+    from lint_plugin.mine.cute import mine
+
+    return kernel, mine(kernel), ()
+
+
+def _cuda(source):
+    from lint_plugin.mine.cuda import mine
+
+    mined = mine(source)
+    return source, mined.cases, mined.notes
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    results: list[tuple[Kernel, list[Verdict], dict, tuple]] = []
     try:
-        kernel = _kernel(args)
+        loaders = _sources(args)
         source = resolve(args.te)
         config = load_config(source.path)
         configured = {hazard.id for hazard in config.hazards}
@@ -83,14 +156,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError(f"--skip-hazard {unknown[0]}: no such hazard")
         known = [hazard for hazard in config.hazards if hazard.id not in args.skip_hazard]
         judges = Judges(source, function_names=config.selector_functions)
-        verdicts = crosscheck(kernel, mine(kernel), judges, known)
-        declared = declarations(verdicts, taken=configured | {hazard.id for hazard in HAZARDS})
+        for load in loaders:
+            kernel, found, notes = load()
+            verdicts = crosscheck(found, judges, known)
+            declared = declarations(verdicts, taken=configured | {h.id for h in HAZARDS})
+            results.append((kernel, verdicts, declared, notes))
     except (SourceError, LoadError, ConfigError) as error:
         print(f"python -m lint_plugin.mine: {error}", file=sys.stderr)
         return EXIT_ERROR
-    render = to_json if args.json else to_text
-    print(render(kernel, source, verdicts, declared))
-    statuses = {verdict.status for verdict in verdicts}
+    releases = [history.Release(kernel.version, verdicts) for kernel, verdicts, _, _ in results]
+    if args.json:
+        reports: list[dict[str, Any]] = [
+            report_json(kernel, source, verdicts, declared, notes)
+            for kernel, verdicts, declared, notes in results
+        ]
+        output: Any = (
+            reports[0]
+            if len(reports) == 1
+            else {
+                "releases": reports,
+                "changes": history.changes(releases),
+                "table": history.table(releases),
+            }
+        )
+        print(json.dumps(output, indent=2))
+    else:
+        texts = [to_text(k, source, v, d, n) for k, v, d, n in results]
+        if len(results) > 1:
+            texts.append(history.to_text(releases))
+        print("\n\n".join(texts))
+    statuses = {verdict.status for _, verdicts, _, _ in results for verdict in verdicts}
     if DISAGREEMENT in statuses:
         return EXIT_DISAGREEMENT
     return EXIT_UNGUARDED if UNGUARDED in statuses else EXIT_OK

@@ -1,11 +1,11 @@
 """A mapped case as a registry `Hazard`: what the judges check and what the user may declare.
 
-The candidate is built the way the registry's entries are written (see TEA001): the kernel's
-architectures, the feature's selector triggers (plus `backward == True` for backward code), a
-message in TE's log style, the refusal as evidence affecting this kernel version onwards, and
-controls - inputs just outside the hazard where FA4 must stay eligible: each trigger switched
-back to the plain call's value, eval and forward-only for backward refusals, and one
-architecture per family where no mapped case with a subset of these features refuses.
+The candidate is built the way the registry's entries are written (see TEA001, TEA002): the
+case's backend, architectures and triggers, a message in TE's log style, the site as evidence
+affecting this kernel version onwards, and controls - inputs just outside the hazard where the
+backend must stay eligible: each trigger switched back to the plain call's value (a head-dim
+bound to the bound itself), eval and forward-only for backward sites, and one architecture per
+family where no mapped case of the same backend whose triggers are a subset of these fires.
 
 Candidates are judged before they get an id (`lint_plugin.mine.declare` numbers the ones worth
 declaring).
@@ -15,63 +15,70 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from lint_plugin.mine.arch import ARCHITECTURES, Arch
-from lint_plugin.mine.cases import BACKWARD, Case
-from lint_plugin.mine.kernel import DISTRIBUTION, KernelSource
+from lint_plugin.mine.devices import ARCHITECTURES, Arch
+from lint_plugin.mine.findings import BACKWARD, NO_LAUNCH, Case, sms
 from selector_patch.registry import Control, Evidence, Hazard
 from selector_patch.roles import ROLES
-from selector_patch.scenario import Scenario
+from selector_patch.scenario import Condition, Scenario
 
-BACKEND = "FA4"
-#: Section of a guard on the architecture alone: TE's compute-capability filters come first,
-#: and the head-dim section is the nearer of the two this project can anchor.
-ARCH_ONLY_SECTION = "head_dim"
 #: Id of a candidate that has not been declared.
 UNDECLARED = ""
+HEAD_DIM = "padded_head_dim"
 
 
-def candidate(case: Case, mapped: Sequence[Case], kernel: KernelSource) -> Hazard:
+def candidate(case: Case, mapped: Sequence[Case]) -> Hazard:
     """The hazard `case` describes; `mapped` (every mapped case) bounds its arch controls."""
-    refusal = case.refusal
-    display = ROLES[BACKEND].display
-    what = " ".join(
-        [*(f.label for f in case.features), *(["backward"] if refusal.backward else [])]
+    site = case.site
+    display = ROLES[case.backend].display
+    what = " ".join([*case.labels, *(["backward"] if site.backward else [])])
+    bounds = " and ".join(str(t) for t in case.triggers if t.input == HEAD_DIM)
+    subject = ", ".join(part for part in (what, bounds) if part)
+    where = (
+        f"for {subject} on {sms(case.architectures)}"
+        if subject
+        else f"on {sms(case.architectures)}"
     )
-    sms = ", ".join(_sm(arch) for arch in case.architectures)
-    where = f"for {what} on {sms}" if what else f"on {sms}"
-    branch = f", branch `{refusal.branch}`" if refusal.branch else ""
+    if site.kind == NO_LAUNCH:
+        why = f"{case.distribution} launches no kernel there and raises nothing (`{site.text}`)"
+    else:
+        why = f"{case.distribution} refuses it ({site.message or site.text})"
+    branch = f", branch `{site.branch}`" if site.branch else ""
     return Hazard(
         id=UNDECLARED,
-        backend=BACKEND,
+        backend=case.backend,
         title=f"{display} chosen {where}",
         architectures=case.architectures,
         triggers=case.triggers,
-        message=f"Disabling {display} {where}: flash-attn-4 refuses it"
-        f" ({refusal.message or refusal.text}).",
-        section=next((f.section for f in case.features), ARCH_ONLY_SECTION),
+        message=f"Disabling {display} {where}: {why}.",
+        section=case.section,
         evidence=Evidence(
-            package=DISTRIBUTION,
-            file=refusal.file,
-            line=refusal.line,
-            text=refusal.text,
-            affected=f">={kernel.version}",
-            reference=f"{refusal.function}{branch}; mined from {DISTRIBUTION} {kernel.version}",
+            package=case.distribution,
+            file=site.file,
+            line=site.line,
+            text=site.text,
+            affected=f">={case.version}",
+            reference=f"{site.function}{branch}; mined from {case.distribution} {case.version}",
         ),
-        kernel_version=kernel.version,
+        kernel_version=case.version,
+        witness_shapes=case.witness_shapes,
         controls=_controls(case, mapped),
     )
 
 
 def _controls(case: Case, mapped: Sequence[Case]) -> tuple[Control, ...]:
     """Each trigger back at the plain call's value; eval and forward-only for backward code;
-    one architecture per family that no mapped case with a subset of the features refuses."""
+    one architecture per family that no mapped case with a subset of the triggers refuses."""
     plain = Scenario()
-    controls = [
-        Control(f"{t.input}={getattr(plain, t.input)!r}", {t.input: getattr(plain, t.input)})
-        for t in case.triggers
-        if t != BACKWARD
-    ]
-    if case.refusal.backward:
+    controls = []
+    for trigger in case.triggers:
+        if trigger == BACKWARD:
+            continue
+        if trigger.input == HEAD_DIM:
+            controls += _head_dim_control(trigger)
+        elif not trigger.holds(plain):
+            value = getattr(plain, trigger.input)
+            controls.append(Control(f"{trigger.input}={value!r}", {trigger.input: value}))
+    if case.site.backward:
         controls += [
             Control("eval", {"training": False, "backward": False}),
             Control("forward only", {"backward": False}),
@@ -79,33 +86,48 @@ def _controls(case: Case, mapped: Sequence[Case]) -> tuple[Control, ...]:
     refused = {
         arch
         for other in mapped
-        if set(other.features) <= set(case.features)
+        if other.backend == case.backend and set(other.triggers) <= set(case.triggers)
         for arch in other.architectures
     }
     families: dict[int, Arch] = {}
     for arch in ARCHITECTURES:
         if arch not in refused:
             families.setdefault(arch[0], arch)
-    controls += [Control(_sm(arch), {"compute_capability": arch}) for arch in families.values()]
+    controls += [Control(sms([arch]), {"compute_capability": arch}) for arch in families.values()]
     return tuple(controls)
+
+
+def _head_dim_control(trigger: Condition) -> list[Control]:
+    """A head-dim bound's control is the nearest head dim outside it (`> 192`: 192)."""
+    outside = {">": 0, ">=": -8, "<=": 8, "<": 0}.get(trigger.op)
+    if outside is None:
+        return []
+    head_dim = trigger.value + outside
+    return [Control(f"head dim {head_dim}", {"head_dim_qk": head_dim, "head_dim_v": head_dim})]
 
 
 def same_hazard(hazard: Hazard) -> tuple:
     """What a verdict depends on: candidates with the same key are judged (and declared) once."""
-    return (hazard.architectures, hazard.triggers)
+    shapes = tuple(tuple(sorted(shape.items())) for shape in hazard.witness_shapes)
+    return (hazard.backend, hazard.architectures, hazard.triggers, shapes)
 
 
 def matches(hazard: Hazard, known: Iterable[Hazard]) -> str | None:
-    """The id of a known hazard saying the same: same backend, architectures and triggers."""
+    """The id of a known hazard saying the same: same backend and architectures, and the
+    triggers of each decide every witness and control of both alike.
+
+    Compared by meaning, not spelling: `padded_head_dim > 192` and `padded_head_dim >= 200`
+    say the same for head dims flash-attn runs (multiples of 8).
+    """
     for other in known:
-        if (
-            other.backend == hazard.backend
-            and set(other.architectures) == set(hazard.architectures)
-            and set(other.triggers) == set(hazard.triggers)
-        ):
+        if other.backend != hazard.backend or set(other.architectures) != set(hazard.architectures):
+            continue
+        scenarios = [*_scenarios(hazard), *_scenarios(other)]
+        if all(hazard.guard_fires(s) == other.guard_fires(s) for s in scenarios):
             return other.id
     return None
 
 
-def _sm(arch: Arch) -> str:
-    return Scenario(compute_capability=arch).sm
+def _scenarios(hazard: Hazard) -> list[Scenario]:
+    witnesses = list(hazard.witnesses())
+    return witnesses + [s for w in witnesses for _, s in hazard.control_scenarios(w)]

@@ -1,26 +1,26 @@
-"""Can TE's selector still pick FA4 where the kernel refuses? Two judges answer; they must agree.
+"""Can TE's selector still pick the backend where the kernel fails? Two judges answer; they agree.
 
 Every mapped case becomes a candidate hazard, and both of this project's judges decide it:
 the analyzer (`lint_plugin.engine.analysis.analyze_hazard`: abstract interpretation of the selector's
-AST, GUARDED only if FA4 is off at every return whatever else holds) and the harness
+AST, GUARDED only if the backend is off at every return whatever else holds) and the harness
 (`selector_patch.verify.verify_hazard`: TE's own selector run on the virtual device for the
 candidate's witnesses). Both reachable: UNGUARDED, with the harness's witness; neither:
-guarded; a selector without FA4: not-applicable. When they differ the verdict is
+guarded; a selector without the backend: not-applicable. When they differ the verdict is
 `disagreement`: a bug in one judge, reported as such and never settled by picking a side.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import Sequence
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
 
 from lint_plugin.engine.analysis import analyze_hazard
 from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS, find_selectors
 from lint_plugin.mine.candidates import candidate, matches, same_hazard
-from lint_plugin.mine.cases import Case, cases
-from lint_plugin.mine.extract import refusals
-from lint_plugin.mine.kernel import KernelSource
+from lint_plugin.mine.devices import Arch
+from lint_plugin.mine.findings import Case
 from selector_patch.harness import load_selector
 from selector_patch.registry import Hazard
 from selector_patch.scenario import Scenario
@@ -37,7 +37,7 @@ DISAGREEMENT = "disagreement"
 @dataclass(frozen=True)
 class Judgement:
     status: str
-    #: The harness's first scenario inside the hazard that still selects FA4.
+    #: The harness's first scenario inside the hazard that still selects the backend.
     witness: Scenario | None
     #: Both judges' own words, for a disagreement.
     detail: str
@@ -89,24 +89,25 @@ class Verdict:
     matches: str | None
     #: Why the case is unmapped, or what the judges said.
     detail: str
+    #: Each architecture's own status, where the case covers several.
+    by_arch: Mapping[Arch, str] = field(default_factory=dict)
+
+    def on(self, status: str) -> tuple[Arch, ...]:
+        """The case's architectures judged `status`."""
+        return tuple(arch for arch, found in self.by_arch.items() if found == status)
 
 
-def mine(kernel: KernelSource) -> list[Case]:
-    """Every case of every architecture-conditioned refusal in the kernel's sources."""
-    found = []
-    for path in kernel.files():
-        try:
-            extracted = refusals(read_text(path), kernel.relative(path))
-        except SyntaxError as error:
-            raise SourceError(path, f"syntax error at line {error.lineno}: {error.msg}") from None
-        found += [case for refusal in extracted for case in cases(refusal)]
-    return found
+#: A case's status from its architectures' statuses, the one needing action first.
+PRECEDENCE = (DISAGREEMENT, UNGUARDED, GUARDED, NOT_APPLICABLE)
 
 
-def crosscheck(
-    kernel: KernelSource, found: Sequence[Case], judges: Judges, known: Sequence[Hazard]
-) -> list[Verdict]:
-    """A verdict per case; candidates saying the same are judged once."""
+def crosscheck(found: Sequence[Case], judges: Judges, known: Sequence[Hazard]) -> list[Verdict]:
+    """A verdict per case, each architecture judged on its own; candidates saying the same
+    are judged once.
+
+    Per architecture, because TE filters per architecture: the 99 KB-GPU candidate of seed
+    001 is unguarded on sm120 and guarded on sm86, which TE's head-dim allowlist excludes.
+    """
     mapped = [case for case in found if case.unmapped is None]
     judged: dict[tuple, Judgement] = {}
     verdicts = []
@@ -114,19 +115,25 @@ def crosscheck(
         if case.unmapped is not None:
             verdicts.append(Verdict(case, UNMAPPED, None, None, None, case.unmapped))
             continue
-        hazard = candidate(case, mapped, kernel)
-        key = same_hazard(hazard)
-        if key not in judged:
-            judged[key] = judges.judge(hazard)
-        judgement = judged[key]
+        hazard = candidate(case, mapped)
+        by_arch: dict[Arch, Judgement] = {}
+        for arch in hazard.architectures:
+            one = dataclasses.replace(hazard, architectures=(arch,))
+            key = same_hazard(one)
+            if key not in judged:
+                judged[key] = judges.judge(one)
+            by_arch[arch] = judged[key]
+        status = next(s for s in PRECEDENCE if any(j.status == s for j in by_arch.values()))
+        chosen = [j for j in by_arch.values() if j.status == status]
         verdicts.append(
             Verdict(
                 case,
-                judgement.status,
+                status,
                 hazard,
-                judgement.witness,
+                next((j.witness for j in chosen if j.witness is not None), None),
                 matches(hazard, known),
-                judgement.detail,
+                "; ".join(dict.fromkeys(j.detail for j in chosen)),
+                {arch: judgement.status for arch, judgement in by_arch.items()},
             )
         )
     return verdicts

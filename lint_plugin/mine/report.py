@@ -1,14 +1,15 @@
 """The miner's verdicts for people (text) and for programs (JSON).
 
-Text puts what needs action first - disagreements, then UNGUARDED refusals with the harness's
-witness - and ends with the declarations to paste. Every refusal appears, the unmapped ones
-with the reason, so a reader can check that nothing was dropped.
+Text puts what needs action first - disagreements, then UNGUARDED sites with the harness's
+witness and, where a case spans architectures TE treats differently, the status of each - and
+ends with the declarations to paste. Every case appears, the unmapped ones with the reason, so
+a reader can check that nothing was dropped.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from lint_plugin.mine.candidates import same_hazard
 from lint_plugin.mine.crosscheck import (
@@ -20,9 +21,8 @@ from lint_plugin.mine.crosscheck import (
     Verdict,
 )
 from lint_plugin.mine.declare import hazard_tables
-from lint_plugin.mine.kernel import DISTRIBUTION, KernelSource
+from lint_plugin.mine.findings import sms
 from selector_patch.registry import Hazard
-from selector_patch.scenario import Scenario
 from selector_patch.sources import SelectorSource
 
 ORDER = (DISAGREEMENT, UNGUARDED, GUARDED, NOT_APPLICABLE, UNMAPPED)
@@ -32,26 +32,36 @@ def _key(verdict: Verdict) -> tuple | None:
     return same_hazard(verdict.hazard) if verdict.hazard is not None else None
 
 
-def _sms(architectures) -> str:
-    return ", ".join(Scenario(compute_capability=arch).sm for arch in architectures)
+class Kernel(Protocol):
+    """What a report says about the kernel sources it read (either side's source object)."""
+
+    version: str
+
+    @property
+    def label(self) -> str: ...
+
+    def describe(self) -> dict[str, str]: ...
 
 
 def verdict_json(verdict: Verdict, declared: Mapping[tuple, Hazard]) -> dict[str, Any]:
     case = verdict.case
-    refusal = case.refusal
+    site = case.site
     declaration = declared.get(_key(verdict))
     return {
         "status": verdict.status,
-        "file": refusal.file,
-        "line": refusal.line,
-        "function": refusal.function,
-        "direction": "backward" if refusal.backward else "forward",
-        "text": refusal.text,
-        "message": refusal.message,
-        "condition": refusal.condition,
-        "branch": refusal.branch,
+        "backend": case.backend,
+        "kind": site.kind,
+        "file": site.file,
+        "line": site.line,
+        "function": site.function,
+        "direction": site.direction,
+        "text": site.text,
+        "message": site.message,
+        "condition": site.condition,
+        "branch": site.branch,
         "architectures": [list(arch) for arch in case.architectures],
-        "features": [feature.label for feature in case.features],
+        "by_architecture": {sms([arch]): status for arch, status in verdict.by_arch.items()},
+        "features": list(case.labels),
         "triggers": [str(t) for t in case.triggers] if case.unmapped is None else [],
         "matches": verdict.matches,
         "witness": verdict.witness.describe() if verdict.witness is not None else None,
@@ -60,35 +70,38 @@ def verdict_json(verdict: Verdict, declared: Mapping[tuple, Hazard]) -> dict[str
     }
 
 
-def to_json(
-    kernel: KernelSource,
+def report_json(
+    kernel: Kernel,
     source: SelectorSource,
     verdicts: Sequence[Verdict],
     declared: Mapping[tuple, Hazard],
-) -> str:
-    report = {
-        "kernel": {"package": DISTRIBUTION, "version": kernel.version, "root": str(kernel.root)},
+    notes: Sequence[str] = (),
+) -> dict[str, Any]:
+    """One kernel's verdicts against one selector, as a JSON-able mapping; `notes` say what
+    the miner did not list (sources absent, checks no selector input decides)."""
+    return {
+        "kernel": {**kernel.describe(), "notes": list(notes)},
         "te": {"version": source.te_version, "selector": str(source.path)},
         "counts": {status: sum(v.status == status for v in verdicts) for status in ORDER},
         "verdicts": [verdict_json(v, declared) for v in verdicts],
     }
-    return json.dumps(report, indent=2)
 
 
 def to_text(
-    kernel: KernelSource,
+    kernel: Kernel,
     source: SelectorSource,
     verdicts: Sequence[Verdict],
     declared: Mapping[tuple, Hazard],
+    notes: Sequence[str] = (),
 ) -> str:
     counts = ", ".join(
         f"{n} {status}" for status in ORDER if (n := sum(v.status == status for v in verdicts))
     )
-    refusals = len({(v.case.refusal.file, v.case.refusal.line) for v in verdicts})
+    sites = len({(v.case.site.file, v.case.site.line) for v in verdicts})
     lines = [
-        f"{DISTRIBUTION} {kernel.version} ({kernel.package}) against TE {source.te_version}"
-        f" ({source.path})",
-        f"{refusals} architecture-conditioned refusals, {len(verdicts)} cases: {counts}",
+        f"{kernel.label} against TE {source.te_version} ({source.path})",
+        f"{sites} sites, {len(verdicts)} cases: {counts}",
+        *notes,
     ]
     for status in ORDER:
         for verdict in (v for v in verdicts if v.status == status):
@@ -106,12 +119,11 @@ def to_text(
 
 def _verdict_lines(verdict: Verdict, declared: Mapping[tuple, Hazard]) -> list[str]:
     case = verdict.case
-    refusal = case.refusal
-    direction = "backward" if refusal.backward else "forward"
+    site = case.site
     lines = [
-        f"{verdict.status:<12} {refusal.file}:{refusal.line}  {refusal.function}  {direction}"
-        f"  {_sms(case.architectures)}",
-        f"    {refusal.text}",
+        f"{verdict.status:<12} {site.file}:{site.line}  {site.function}  {case.backend}"
+        f" {site.direction} {site.kind}  {sms(case.architectures)}",
+        f"    {site.text}",
     ]
     if case.unmapped is not None:
         return [*lines, f"    unmapped: {case.unmapped}"]
@@ -120,6 +132,11 @@ def _verdict_lines(verdict: Verdict, declared: Mapping[tuple, Hazard]) -> list[s
     declaration = declared.get(_key(verdict))
     new = f"  (declared below as {declaration.id})" if declaration is not None else ""
     lines.append(f"    when: {when}{same}{new}")
+    if len(set(verdict.by_arch.values())) > 1:
+        split = "; ".join(
+            f"{status} on {sms(verdict.on(status))}" for status in ORDER if verdict.on(status)
+        )
+        lines.append(f"    per architecture: {split}")
     if verdict.witness is not None:
         lines.append(f"    witness: {json.dumps(verdict.witness.describe())}")
     if verdict.status == DISAGREEMENT:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from selector_patch.sources import SourceError, wheel_tree, wheel_version
 
+#: The backend role TE runs it as.
+BACKEND = "FA4"
 #: The pip name of the package, and its name in `*.dist-info` directories.
 DISTRIBUTION = "flash-attn-4"
 DIST_INFO_NAME = "flash_attn_4"
@@ -32,6 +34,15 @@ class KernelSource:
     @property
     def package(self) -> Path:
         return self.root / PACKAGE
+
+    @property
+    def label(self) -> str:
+        """What reports call it: `flash-attn-4 4.0.0b36 (<root>/flash_attn/cute)`."""
+        return f"{DISTRIBUTION} {self.version} ({self.package})"
+
+    def describe(self) -> dict[str, str]:
+        """The same, for JSON reports."""
+        return {"package": DISTRIBUTION, "version": self.version, "root": str(self.root)}
 
     def files(self) -> list[Path]:
         """The package's modules, in a stable order."""

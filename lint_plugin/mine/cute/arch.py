@@ -6,7 +6,7 @@ classes keep it as `self.arch`. Helpers receive it under other names, e.g.
 `_validate_head_dims(head_dim, head_dim_v, arch // 10, alignment)` whose parameter is
 `compute_capability`: a parameter to which every call in the module passes an expression of
 the arch is itself an arch quantity (`forwarded_parameters`). Arch sets are stated over
-`ARCHITECTURES`, so `arch // 10 == 12` means (12, 0) and (12, 1).
+`lint_plugin.mine.devices.ARCHITECTURES`, so `arch // 10 == 12` means (12, 0) and (12, 1).
 """
 
 from __future__ import annotations
@@ -14,19 +14,7 @@ from __future__ import annotations
 import ast
 
 from lint_plugin.engine.program import dotted_name
-
-Arch = tuple[int, int]
-
-#: Compute capabilities of the NVIDIA GPUs a TE user can run on, from Volta on. A check that
-#: holds on all of them is not architecture-conditioned.
-ARCHITECTURES: tuple[Arch, ...] = (
-    (7, 0), (7, 5),  # V100; T4 and Turing GeForce
-    (8, 0), (8, 6), (8, 7), (8, 9),  # A100; Ampere GeForce; Jetson Orin; Ada
-    (9, 0),  # H100 / H200
-    (10, 0), (10, 3),  # B200; B300
-    (11, 0),  # Jetson Thor
-    (12, 0), (12, 1),  # Blackwell GeForce / RTX PRO; DGX Spark
-)  # fmt: skip
+from lint_plugin.mine.devices import Arch
 
 #: Names FA4 binds to the device arch as `major * 10 + minor`.
 ARCH_NAMES = ("arch", "self.arch")

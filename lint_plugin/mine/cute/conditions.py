@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from lint_plugin.engine.absint import State, const
 from lint_plugin.engine.interpreter import Facts, Interpreter
-from lint_plugin.mine.arch import ARCH_NAMES, Arch, arch_value
+from lint_plugin.mine.cute.arch import ARCH_NAMES, Arch, arch_value
 from lint_plugin.engine.program import Program, dotted_name
 
 #: CuTe DSL's identity marker for compile-time conditions.

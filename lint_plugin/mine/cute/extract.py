@@ -32,9 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Iterator, Mapping
 
-from lint_plugin.mine.arch import ARCHITECTURES, Arch, forwarded_parameters
-from lint_plugin.mine.conditions import Scope, plain
+from lint_plugin.mine.cute.arch import forwarded_parameters
+from lint_plugin.mine.cute.conditions import Scope, plain
 from lint_plugin.engine.program import blocks, heads
+from lint_plugin.mine.devices import ARCHITECTURES, Arch
+from lint_plugin.mine.findings import Site
 
 #: Function, class or module names that mark backward code (`_flash_attn_bwd`, `backward`,
 #: `FlashAttentionBackwardSm120`, `flash_bwd_postprocess.py`).
@@ -108,6 +110,20 @@ class Refusal:
     local: tuple[Branch, ...] = field(repr=False, compare=False)
     #: The paths to the calls that enter the function; empty when it is entered from outside.
     callers: tuple[Route, ...] = field(repr=False, compare=False)
+
+    @property
+    def site(self) -> Site:
+        """The statement, as evidence and reports cite it."""
+        return Site(
+            file=self.file,
+            line=self.line,
+            function=self.function,
+            text=self.text,
+            message=self.message,
+            backward=self.backward,
+            condition=self.condition,
+            branch=self.branch,
+        )
 
     def reads(self) -> frozenset[str]:
         """Every name its paths and test read, arch names excepted."""

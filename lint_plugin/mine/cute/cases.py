@@ -11,39 +11,22 @@ table does not cover, is a case too, unmapped, with the reason.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 
-from lint_plugin.mine.arch import Arch
-from lint_plugin.mine.extract import Refusal
-from lint_plugin.mine.features import FEATURES, Feature
-from selector_patch.scenario import Condition
+from lint_plugin.mine.cute.extract import Refusal
+from lint_plugin.mine.cute.features import FEATURES, Feature
+from lint_plugin.mine.cute.kernel import BACKEND, DISTRIBUTION
+from lint_plugin.mine.devices import Arch
+from lint_plugin.mine.findings import ARCH_ONLY_SECTION, Case, with_backward
 
 #: Features turned on together at most; refusals that need more stay unmapped.
 MAX_FEATURES = 3
-BACKWARD = Condition("backward", "==", True)
 
 
-@dataclass(frozen=True)
-class Case:
-    """One way a refusal fires: on these architectures, with these features on."""
+def cases(refusal: Refusal, version: str) -> list[Case]:
+    """The refusal's cases, architectures grouped by outcome, in the refusal's arch order.
 
-    refusal: Refusal
-    architectures: tuple[Arch, ...]
-    features: tuple[Feature, ...]
-    #: Why it cannot be stated in selector inputs; None when it can.
-    unmapped: str | None
-
-    @property
-    def triggers(self) -> tuple[Condition, ...]:
-        """Selector conditions under which the kernel refuses; backward code needs a backward."""
-        found = [trigger for feature in self.features for trigger in feature.triggers]
-        if self.refusal.backward:
-            found.append(BACKWARD)
-        return tuple(dict.fromkeys(found))
-
-
-def cases(refusal: Refusal) -> list[Case]:
-    """The refusal's cases, architectures grouped by outcome, in the refusal's arch order."""
+    `version` is the flash-attn-4 release the refusal was read from.
+    """
     named = [f for f in FEATURES if set(f.values) & refusal.reads()]
     grouped: dict[tuple[tuple[Feature, ...], ...] | str, list[Arch]] = {}
     for arch in refusal.architectures:
@@ -51,13 +34,34 @@ def cases(refusal: Refusal) -> list[Case]:
     found = []
     for outcome, architectures in grouped.items():
         if isinstance(outcome, str):
-            found.append(Case(refusal, tuple(architectures), (), outcome))
+            found.append(_case(refusal, version, architectures, (), outcome))
             continue
         for features in outcome:
             missing = [f for f in features if not f.mapped]
             why = "; ".join(f"needs {f.label}: {f.why}" for f in missing) or None
-            found.append(Case(refusal, tuple(architectures), features, why))
+            found.append(_case(refusal, version, architectures, features, why))
     return found
+
+
+def _case(
+    refusal: Refusal,
+    version: str,
+    architectures: list[Arch],
+    features: tuple[Feature, ...],
+    unmapped: str | None,
+) -> Case:
+    triggers = (trigger for feature in features for trigger in feature.triggers)
+    return Case(
+        site=refusal.site,
+        backend=BACKEND,
+        distribution=DISTRIBUTION,
+        version=version,
+        architectures=tuple(architectures),
+        labels=tuple(feature.label for feature in features),
+        triggers=with_backward(triggers, refusal.backward),
+        unmapped=unmapped,
+        section=next((f.section for f in features), ARCH_ONLY_SECTION),
+    )
 
 
 def _outcome(

@@ -1,0 +1,27 @@
+"""The miner's CuTe side: flash-attn-4's Python sources, read with `ast`.
+
+`kernel` finds the sources (a released wheel in the cache, or a directory), `extract` the
+architecture-conditioned `assert`s and `raise`s in each module, `features` says which kernel
+variables carry which selector feature, and `cases` states each refusal in selector inputs.
+`mine` runs them over every module.
+"""
+
+from __future__ import annotations
+
+from lint_plugin.mine.cute.cases import cases
+from lint_plugin.mine.cute.extract import refusals
+from lint_plugin.mine.cute.kernel import KernelSource
+from lint_plugin.mine.findings import Case
+from selector_patch.sources import SourceError, read_text
+
+
+def mine(kernel: KernelSource) -> list[Case]:
+    """Every case of every architecture-conditioned refusal in the kernel's sources."""
+    found = []
+    for path in kernel.files():
+        try:
+            extracted = refusals(read_text(path), kernel.relative(path))
+        except SyntaxError as error:
+            raise SourceError(path, f"syntax error at line {error.lineno}: {error.msg}") from None
+        found += [case for refusal in extracted for case in cases(refusal, kernel.version)]
+    return found
