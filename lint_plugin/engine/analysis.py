@@ -127,10 +127,10 @@ def witness_params(hazard: Hazard, dialect: Dialect, witness: Scenario) -> dict[
     return params
 
 
-def witness_version(hazard: Hazard, witness: Scenario) -> str | None:
-    """The kernel version a witness pins: only where a release fixed the defect, so that the
-    guard tests the installed version (`Evidence.fixed_in`); otherwise any version will do."""
-    if hazard.evidence.fixed_in is None:
+def witness_version(hazard: Hazard, dialect: Dialect, witness: Scenario) -> str | None:
+    """The kernel release a witness pins: where the selector compares the backend's installed
+    version (a guard for a defect a later release fixed does), else none - any will do."""
+    if not dialect.compares_version(hazard.backend):
         return None
     return getattr(witness, PACKAGE_FIELD[hazard.backend])
 
@@ -156,7 +156,7 @@ def witness_facts(
     if installed:
         names[installed] = TRUE
     version = dialect.version(hazard.backend)
-    pinned = {witness_version(hazard, witness) for witness in witnesses}
+    pinned = {witness_version(hazard, dialect, witness) for witness in witnesses}
     if version and None not in pinned:
         names[version] = one_of(FlashVersion(hazard.backend, True, v) for v in pinned)
     return Facts(
@@ -380,7 +380,7 @@ def _distinct_witnesses(hazard: Hazard, dialect: Dialect) -> list[Scenario]:
         key = (
             witness.compute_capability,
             witness.backward,
-            witness_version(hazard, witness),
+            witness_version(hazard, dialect, witness),
             tuple(sorted(witness_params(hazard, dialect, witness).items())),
         )
         if key not in seen:
@@ -403,7 +403,7 @@ def _reachable(
     if backward and witness.backward and not dialect.sees_backward:
         inputs += " and a backward to run (autograd on), which this selector cannot tell apart"
         inputs += f" from a forward: it reads no `{BACKWARD_FIELD}`"
-    version = witness_version(hazard, witness)
+    version = witness_version(hazard, dialect, witness)
     if version is not None:
         inputs += f", {hazard.evidence.package} {version}"
     missing = " and ".join(dict.fromkeys(dialect.condition_source(c) for c in hazard.triggers))

@@ -29,6 +29,7 @@ from packaging.version import Version, parse
 from lint_plugin.engine.absint import Value, const
 from lint_plugin.engine.program import (
     descendants,
+    dotted_name,
     function_index,
     selector_inputs,
     selector_parameter,
@@ -117,6 +118,22 @@ class Dialect:
             if expression in self.module_text_names:
                 return expression
         return None
+
+    def compares_version(self, role: str) -> bool:
+        """Whether the selector compares the role's installed version (`fa4_version < ...`)."""
+        version = self.version(role)
+        return version is not None and version in self._compared
+
+    @cached_property
+    def _compared(self) -> frozenset[str]:
+        """Dotted names the selector function compares with something."""
+        return frozenset(
+            dotted
+            for node in ast.walk(self.function)
+            if isinstance(node, ast.Compare)
+            for side in (node.left, *node.comparators)
+            if (dotted := dotted_name(side)) is not None
+        )
 
     def roles(self) -> dict[str, str]:
         """Every role this selector has, mapped to its flag name."""

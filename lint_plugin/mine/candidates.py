@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 from lint_plugin.mine.devices import ARCHITECTURES, Arch
 from lint_plugin.mine.findings import BACKWARD, NO_LAUNCH, Case, sms
-from selector_patch.registry import Control, Evidence, Hazard
+from selector_patch.registry import PACKAGE_FIELD, Control, Evidence, Hazard
 from selector_patch.roles import ROLES
 from selector_patch.scenario import Condition, Scenario
 
@@ -114,15 +114,22 @@ def same_hazard(hazard: Hazard) -> tuple:
 
 def matches(hazard: Hazard, known: Iterable[Hazard]) -> str | None:
     """The id of a known hazard saying the same: same backend and architectures, and the
-    triggers of each decide every witness and control of both alike.
+    triggers of each decide every witness and control of both alike, on the mined release.
 
     Compared by meaning, not spelling: `padded_head_dim > 192` and `padded_head_dim >= 200`
-    say the same for head dims flash-attn runs (multiples of 8).
+    say the same for head dims flash-attn runs (multiples of 8). Only the mined release's
+    scenarios count: one release's sources cannot say that a later one fixed it (TEA004 holds
+    below flash-attn-4 4.0.0b36 only).
     """
+    field = PACKAGE_FIELD[hazard.backend]
     for other in known:
         if other.backend != hazard.backend or set(other.architectures) != set(hazard.architectures):
             continue
-        scenarios = [*_scenarios(hazard), *_scenarios(other)]
+        scenarios = [
+            s
+            for s in (*_scenarios(hazard), *_scenarios(other))
+            if getattr(s, field) == hazard.kernel_version
+        ]
         if all(hazard.guard_fires(s) == other.guard_fires(s) for s in scenarios):
             return other.id
     return None

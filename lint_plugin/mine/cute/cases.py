@@ -72,10 +72,8 @@ def _outcome(
     for size in range(min(len(named), MAX_FEATURES) + 1):
         firing = []
         for features in itertools.combinations(named, size):
-            bindings = {}
-            for feature in named:
-                bindings.update(feature.bindings(on=feature in features))
-            if refusal.reachable(arch, bindings) is False:
+            bindings = _bindings(named, features)
+            if bindings is None or refusal.reachable(arch, bindings) is False:
                 continue
             own = refusal.own_truth(arch, bindings)
             if own is None:
@@ -88,3 +86,20 @@ def _outcome(
         names = ", ".join(f"`{name}`" for name in sorted(undecided))
         return f"its test reads {names}, which the feature table does not cover"
     return "no feature of the table makes it fire"
+
+
+def _bindings(named: list[Feature], on: tuple[Feature, ...]) -> dict | None:
+    """Kernel variables with the features `on` switched on and the others off; None when two
+    of `on` need one variable to hold different values (split-KV and the split heuristic both
+    set `num_splits`), which no call does."""
+    bindings = {}
+    for feature in named:
+        if feature not in on:
+            bindings.update(feature.bindings(on=False))
+    switched: dict = {}
+    for feature in on:
+        for name, value in feature.bindings(on=True).items():
+            if name in switched and switched[name] != value:
+                return None
+            switched[name] = value
+    return {**bindings, **switched}

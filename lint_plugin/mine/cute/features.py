@@ -67,9 +67,16 @@ FEATURES: tuple[Feature, ...] = (
         # `num_splits` is FA4's argument; `is_split_kv` is what it derives from it (> 1).
         {"num_splits": (2, 1), "is_split_kv": (True, False)},
         (Condition("num_splits", ">", 1),),
-        # TE passes `num_splits` to FA4's forward; TE's own num_splits filter sits with its
-        # kernel-shape filters, nearer the head-dim section than the determinism one.
         "TE forwards AttentionParams.num_splits to FA4",
+        section="num_splits",  # beside TE's own FA4 split-KV filter (TEA003)
+    ),
+    Feature(
+        "the split heuristic",
+        # num_splits < 1 asks FA4 to choose; some releases refuse that on SM 12.x outright.
+        {"num_splits": (0, 1)},
+        (Condition("num_splits", "<", 1),),
+        "TE forwards AttentionParams.num_splits to FA4, 0 included",
+        section="num_splits",  # TEA004
     ),
     Feature(
         "score_mod",
