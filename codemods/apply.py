@@ -111,21 +111,17 @@ def _transform(code: str, config: Config) -> tuple[str, Plan]:
     plan = plan_insertions(code, config.hazards, config.selector_functions)
     if not plan.insertions:
         return code, plan
-    # libcst (and its codemod framework, whose matchers alone take 0.3 s to import) loads only
-    # for a selector that gets a guard: `--check` and a second run never pay for it.
+    # libcst loads only for a selector that gets a guard: `--check` and a second run never pay
+    # for it (nor, ever, for libcst's codemod framework: `codemods.command` is libcst's runner's).
     import libcst as cst
-    from libcst.codemod import CodemodContext
 
-    from codemods.command import InsertSelectorGuards
+    from codemods.insert import insert_guards
 
     try:
         module = cst.parse_module(code)
     except cst.ParserSyntaxError as error:
         raise PlanError(f"syntax error at line {error.raw_line}: {error.message}") from None
-    command = InsertSelectorGuards(CodemodContext(), config=config, plan=plan)
-    # The libcst driver's metadata wrapper would deep-copy the tree; the command needs none.
-    command.transform_module_impl(module)
-    return command.patched, command.plan
+    return insert_guards(module, plan, config.selector_functions)[1], plan
 
 
 def transform(
