@@ -15,7 +15,6 @@ import contextlib
 import fcntl
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
@@ -51,6 +50,8 @@ def locked(path: Path) -> Iterator[None]:
 
 def replace_atomically(path: Path, data: bytes) -> None:
     """Write `data` to `path`'s target through a temporary file and one rename."""
+    import tempfile  # only a write needs it; `--check` never does
+
     target = path.resolve()
     mode = stat.S_IMODE(target.stat().st_mode)
     try:

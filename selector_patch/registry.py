@@ -12,12 +12,12 @@ hazard's own trigger.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from selector_patch.roles import ROLES, Role
@@ -31,6 +31,14 @@ ISOLATING_ENV = {
     "FA3": {"NVTE_FLASH_ATTN_V2": "0", "NVTE_FLASH_ATTN_V4": "0", "NVTE_FUSED_ATTN": "0"},
     "FA4": {"NVTE_FLASH_ATTN_V2": "0", "NVTE_FLASH_ATTN_V3": "0", "NVTE_FUSED_ATTN": "0"},
 }
+
+
+@functools.lru_cache(maxsize=64)
+def _specifier(affected: str):
+    """`affected` parsed, once: `packaging.specifiers` loads only when a version is judged."""
+    from packaging.specifiers import SpecifierSet
+
+    return SpecifierSet(affected, prereleases=True)
 
 
 @dataclass(frozen=True)
@@ -59,7 +67,7 @@ class Evidence:
     spellings: tuple[Spelling, ...] = ()
 
     def affects(self, version: str) -> bool:
-        return SpecifierSet(self.affected, prereleases=True).contains(Version(version))
+        return _specifier(self.affected).contains(Version(version))
 
     @property
     def fixed_in(self) -> str | None:
@@ -68,7 +76,7 @@ class Evidence:
         A guard for a defect that a later release fixed must keep the backend for that release
         and newer ones, so it also tests the installed version (`Hazard.guard_fires`).
         """
-        bounds = [s.version for s in SpecifierSet(self.affected) if s.operator == "<"]
+        bounds = [s.version for s in _specifier(self.affected) if s.operator == "<"]
         return min(bounds, key=Version) if bounds else None
 
 

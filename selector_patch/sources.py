@@ -5,21 +5,15 @@ holds `get_attention_backend`, which directory holds the `transformer_engine/` p
 it (so the file's sibling imports resolve), and which TE version that is. `resolve` answers them
 once for all callers. Released selectors are fetched with `pip download --no-deps` (every TE
 release on PyPI is a pure-Python wheel) into a per-user cache and reused afterwards; nothing here
-imports TE.
+imports TE. What only a download needs (archives, pip, temporary directories) is imported
+where it is used: resolving a checkout or a file is on every pre-commit run's path.
 """
 
 from __future__ import annotations
 
-import email.parser
 import functools
-import importlib.metadata
 import os
-import shutil
-import subprocess
 import sys
-import tarfile
-import tempfile
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
@@ -162,14 +156,19 @@ def wheel_version(root: Path, distribution: str) -> str | None:
     `distribution` is spelt as in the directory name (`transformer_engine`, `flash_attn_4`).
     """
     for metadata in sorted(root.glob(f"{distribution}-*.dist-info/METADATA")):
-        version = email.parser.Parser().parsestr(read_text(metadata), headersonly=True)["Version"]
-        if version:
-            return version.strip()
+        for line in read_text(metadata).splitlines():  # the header block, up to a blank line
+            if not line.strip():
+                break
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "version" and value.strip():
+                return value.strip()
     return None
 
 
 def _from_installed() -> SelectorSource:
     """The `transformer_engine` distribution of this interpreter, located but never imported."""
+    import importlib.metadata
+
     try:
         distribution = importlib.metadata.distribution(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
@@ -243,6 +242,9 @@ def _cached_wheel(
     """
     if final.is_dir():
         return final
+    import shutil
+    import tempfile
+
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=final.parent))
     try:
@@ -277,6 +279,8 @@ def _download(
         "--quiet", "--dest", str(directory), f"{distribution.replace('_', '-')}=={version}",
     ]  # fmt: skip
     env = None if sdist_env is None else {**os.environ, **sdist_env}
+    import subprocess
+
     completed = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     wheels = sorted(directory.glob("*.whl" if sdist_env is None else "*.tar.gz"))
     if completed.returncode != 0 or not wheels:
@@ -288,6 +292,8 @@ def _download(
 
 def _extract_sdist(sdist: Path, tree: Path) -> None:
     """An sdist's one top-level directory (`flash_attn-2.8.3/`), unpacked as `tree`."""
+    import tarfile
+
     staging = tree.with_name(tree.name + ".unpacked")
     try:
         with tarfile.open(sdist) as archive:
@@ -299,6 +305,8 @@ def _extract_sdist(sdist: Path, tree: Path) -> None:
 
 
 def _extract(wheel: Path, tree: Path) -> None:
+    import zipfile
+
     try:
         with zipfile.ZipFile(wheel) as archive:
             archive.extractall(tree)
