@@ -22,7 +22,7 @@ from codemods.render import (
     backward_read_source,
     render_guard,
 )
-from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazard, selector
+from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazards, selector
 from lint_plugin.engine.anchors import BackwardSignal, backward_signal, find_anchor
 from lint_plugin.engine.delegation import delegates
 from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS, find_selectors
@@ -80,7 +80,7 @@ def plan_insertions(
 ) -> Plan:
     """Decide, per hazard, not-applicable / already-guarded / inserted (and where).
 
-    `expect_guarded` is the analyzer's (`analyze_hazard`): set where the hazards should all be
+    `expect_guarded` is the analyzer's (`analyze_hazards`): set where the hazards should all be
     guarded already, as after the codemod's own insertions; it changes no decision.
     """
     try:
@@ -92,8 +92,8 @@ def plan_insertions(
     # A dispatcher's guards go into the functions that hold its filters (`delegation`).
     for target in delegates(module, function):
         prepared = selector(module, target)
-        for hazard in hazards:
-            verdict = analyze_hazard(module, target, hazard, expect_guarded=expect_guarded)
+        verdicts = analyze_hazards(module, target, hazards, expect_guarded=expect_guarded)
+        for hazard, verdict in zip(hazards, verdicts):
             planned = [i.hazard for i in plan.insertions if i.function is target]
             if not verdict.applicable:
                 plan.statuses.setdefault(hazard.id, NOT_APPLICABLE)

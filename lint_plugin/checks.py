@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Sequence
 
-from lint_plugin.engine.analysis import analyze_hazard
+from lint_plugin.engine.analysis import analyze_hazards
 from lint_plugin.engine.coverage import analyze_coverage
 from lint_plugin.engine.dialect import find_selectors
 from lint_plugin.engine.interpreter import AnalysisBudgetExceeded
@@ -49,8 +49,9 @@ def _findings(
     module: ast.Module, filename: str, config: Config, functions: Sequence[str]
 ) -> Iterator[Row]:
     for function in find_selectors(module, tuple(functions)):
-        for hazard in config.hazards:
-            verdict = analyze_hazard(module, function, hazard)
+        for hazard, verdict in zip(
+            config.hazards, analyze_hazards(module, function, config.hazards)
+        ):
             if verdict.reachable:
                 detail = f"{verdict.detail}; run `{FIX_COMMAND} {filename or 'PATH'}`"
                 rule = RULES.get(hazard.id) or hazard_rule(hazard)

@@ -82,7 +82,7 @@ def test_a_failure_is_one_finding(monkeypatch, error, code) -> None:
     def fail(*args):
         raise error
 
-    monkeypatch.setattr(checks, "analyze_hazard", fail)
+    monkeypatch.setattr(checks, "analyze_hazards", fail)
     source = FA4_INVALID[0]
     findings = list(TeaChecker(ast.parse(source), "selector.py", None).run())
     assert len(findings) == 1

@@ -235,14 +235,20 @@ class State:
     __hash__ = None  # type: ignore[assignment]
 
 
-def join_states(a: State | None, b: State | None) -> State | None:
+def join_states(
+    a: State | None, b: State | None, keys: frozenset[str] | None = None
+) -> State | None:
+    """Both states in one. `keys`, when given, are the only names the two may differ in (what
+    the code between their common origin and here can bind or refine): the rest is shared."""
     if a is None:
         return b
     if b is None or a is b:
         return a
     merged = dict(a.vars)
     get = merged.get
-    for name, value in b.vars.items():
+    theirs = b.vars
+    pairs = theirs.items() if keys is None else ((k, theirs[k]) for k in keys if k in theirs)
+    for name, value in pairs:
         mine = get(name)
         if mine is not value:
             # A name bound on one side only raises NameError on the other: no new paths.

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import itertools
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -80,11 +79,22 @@ class Selector:
         self.program = Program(function)
         self.dialect = Dialect(function, module)
         self._slices: dict[frozenset[str], Slice] = {}
+        self._witnesses: dict[int, tuple[Hazard, list[Scenario]]] = {}
 
     @functools.cached_property
     def shape(self) -> ReturnShape | None:
         """How its returns name the flash selection (TE 2.2+), if they do."""
         return return_shape(self.program, self.dialect)
+
+    def witnesses(self, hazard: Hazard) -> list[Scenario]:
+        """The hazard's distinct witnesses for this selector (shared by every run about it)."""
+        cached = self._witnesses.get(id(hazard))
+        if cached is None or cached[0] is not hazard:
+            cached = self._witnesses[id(hazard)] = (
+                hazard,
+                _distinct_witnesses(hazard, self.dialect),
+            )
+        return cached[1]
 
     def slice(self, roots: frozenset[str]) -> Slice:
         """The statements that can affect `roots` (shared by every run about them)."""
@@ -217,6 +227,37 @@ class _AdmittingFilters(Observer):
             self.found.append(blocking[0])
 
 
+@dataclass
+class _Strategy:
+    """How the witness runs of several hazards are ordered, learnt as they run.
+
+    Each architecture's witnesses are first interpreted together. Once such a run fails to prove
+    them guarded, the selector most likely lets the next hazard through too, so the first witness
+    of each later architecture runs alone first (one run reports it). Once a hazard is found
+    guarded, the selector most likely carries guards, so a later hazard's witnesses are first
+    all tried in one run, as `expect_guarded` does.
+    """
+
+    witness_first: bool = False
+    all_first: bool = False
+
+
+def analyze_hazards(
+    module: ast.Module,
+    function: ast.FunctionDef,
+    hazards: Sequence[Hazard],
+    given: Facts = NOTHING,
+    *,
+    expect_guarded: bool = False,
+) -> list[HazardVerdict]:
+    """The verdicts on several hazards in one selector function, in order, sharing what their
+    runs share (the prepared selector, the slices, `_Strategy`)."""
+    strategy = _Strategy()
+    return [
+        _combined(module, function, hazard, given, expect_guarded, strategy) for hazard in hazards
+    ]
+
+
 def analyze_hazard(
     module: ast.Module,
     function: ast.FunctionDef,
@@ -225,11 +266,22 @@ def analyze_hazard(
     *,
     expect_guarded: bool = False,
 ) -> HazardVerdict:
-    """The verdict on one hazard in one selector function, judged in the functions that hold
-    its filters (`delegation`): reachable in one of them is reachable.
-    """
+    """The verdict on one hazard in one selector function (`analyze_hazards`)."""
+    return analyze_hazards(module, function, [hazard], given, expect_guarded=expect_guarded)[0]
+
+
+def _combined(
+    module: ast.Module,
+    function: ast.FunctionDef,
+    hazard: Hazard,
+    given: Facts,
+    expect_guarded: bool,
+    strategy: _Strategy,
+) -> HazardVerdict:
+    """Judged in the functions that hold the selector's filters (`delegation`): reachable in
+    one of them is reachable."""
     verdicts = [
-        _analyze_function(module, target, hazard, given, expect_guarded=expect_guarded)
+        _analyze_function(module, target, hazard, given, expect_guarded, strategy)
         for target in delegates(module, function)
     ]
     reachable = [verdict for verdict in verdicts if verdict.reachable]
@@ -241,9 +293,9 @@ def _analyze_function(
     module: ast.Module,
     function: ast.FunctionDef,
     hazard: Hazard,
-    given: Facts = NOTHING,
-    *,
-    expect_guarded: bool = False,
+    given: Facts,
+    expect_guarded: bool,
+    strategy: _Strategy,
 ) -> HazardVerdict:
     """The verdict on one hazard in one function that holds filters.
 
@@ -253,10 +305,10 @@ def _analyze_function(
 
     Witnesses are tried in order, and the first that reaches the backend is the one reported.
     Those of one architecture are first interpreted together (`guarded_together`): one run
-    that finds the backend off proves them all guarded, else they run one by one. A caller
-    that expects GUARDED (the codemod checking its own guard) sets `expect_guarded`: all the
-    witnesses are then first tried in one run. The verdict is the same either way; only the
-    cost is not.
+    that finds the backend off proves them all guarded, else they run one by one (first witness
+    first, once such a run has failed: `_Strategy`). A caller that expects GUARDED (the codemod
+    checking its own guard) sets `expect_guarded`: all the witnesses are then first tried in one
+    run. The verdict is the same either way; only the cost is not.
     """
     prepared = selector(module, function)
     dialect = prepared.dialect
@@ -277,20 +329,36 @@ def _analyze_function(
             hazard.id, function.name, False, False, None, None, None,
             f"no `{absent[0]}` input: the selector's AttentionParams cannot ask for it",
         )  # fmt: skip
-    witnesses = _distinct_witnesses(hazard, dialect)
-    proven = expect_guarded and guarded_together(module, function, hazard, witnesses, given)
-    groups = [] if proven else [list(g) for _, g in itertools.groupby(witnesses, _architecture)]
+    witnesses = prepared.witnesses(hazard)
+    first = expect_guarded or strategy.all_first
+    proven = first and guarded_together(module, function, hazard, witnesses, given)
+    groups = [] if proven else _by_architecture(witnesses)
+
+    def reaches(witness: Scenario) -> HazardVerdict | None:
+        facts = witness_facts(hazard, dialect, [witness], given)
+        triggers = frozenset(witness_params(hazard, dialect, witness))
+        observer = _AdmittingFilters(prepared.program, flag, triggers)
+        enabled = _enabled(prepared, hazard.backend, flag, facts, observer)
+        if not enabled:
+            return None
+        value = functools.reduce(join, enabled)
+        return _reachable(hazard, dialect, function, flag, witness, value, observer.found)
+
     for group in groups:
-        if len(group) > 1 and guarded_together(module, function, hazard, group, given):
-            continue
+        if strategy.witness_first and len(group) > 1:
+            found = reaches(group[0])
+            if found is not None:
+                return found
+            group = group[1:]
+        if len(group) > 1:
+            if guarded_together(module, function, hazard, group, given):
+                continue
+            strategy.witness_first = True
         for witness in group:
-            facts = witness_facts(hazard, dialect, [witness], given)
-            triggers = frozenset(witness_params(hazard, dialect, witness))
-            observer = _AdmittingFilters(prepared.program, flag, triggers)
-            enabled = _enabled(prepared, hazard.backend, flag, facts, observer)
-            if enabled:
-                value = functools.reduce(join, enabled)
-                return _reachable(hazard, dialect, function, flag, witness, value, observer.found)
+            found = reaches(witness)
+            if found is not None:
+                return found
+    strategy.all_first = True
     archs = ", ".join(_sm(arch) for arch in hazard.architectures)
     return HazardVerdict(
         hazard.id, function.name, True, False, None, None, None,
@@ -320,7 +388,7 @@ def guarded_together(
     if flag is None:
         return False
     if witnesses is None:
-        witnesses = _distinct_witnesses(hazard, prepared.dialect)
+        witnesses = prepared.witnesses(hazard)
     facts = witness_facts(hazard, prepared.dialect, witnesses, given)
     return not _enabled(prepared, hazard.backend, flag, facts)
 
@@ -426,8 +494,12 @@ def _reachable(
     )
 
 
-def _architecture(witness: Scenario) -> tuple[int, int] | None:
-    return witness.compute_capability
+def _by_architecture(witnesses: Sequence[Scenario]) -> list[list[Scenario]]:
+    """The witnesses of each architecture, architectures in the order they first appear."""
+    groups: dict[tuple[int, int], list[Scenario]] = {}
+    for witness in witnesses:
+        groups.setdefault(witness.compute_capability, []).append(witness)
+    return list(groups.values())
 
 
 def _sm(arch: tuple[int, int]) -> str:

@@ -202,13 +202,19 @@ def selecting_states(
         gate, version = state.vars.get(shape.gate), state.vars.get(shape.version)
         if gate is None or version is None or gate.truth is False:
             continue
-        value = version.const
-        if isinstance(value, FlashVersion):
-            if role in value.runs():
-                undecided = value.installed is None and role != value.role
-                yield state, value.role if undecided else None
-        elif value is not None or role == FLASH_FALLBACK:  # an unknown version may be any
+        options = alternatives(version)
+        if options is None:  # an unknown version may be any
             yield state, None
+            continue
+        for value in options:  # the version, or each release the witnesses pin
+            if isinstance(value, FlashVersion):
+                if role in value.runs():
+                    undecided = value.installed is None and role != value.role
+                    yield state, value.role if undecided else None
+                    break
+            elif value is not None or role == FLASH_FALLBACK:
+                yield state, None
+                break
 
 
 def provenance(state: State, role: str, shape: ReturnShape) -> Value:

@@ -192,7 +192,7 @@ class Interpreter:
         self.overrides: dict[ast.AST, Value] = {}
         #: When a list, every evaluated comparison is appended as (node, value).
         self.trace: list[tuple[ast.Compare, Value]] | None = None
-        self._constants: dict[ast.Constant, Value] = {}
+        self._constants = program.constants
         #: Whether some fact is a choice of values (several witnesses in one run).
         self.choices = any(
             value.choices is not None
@@ -309,7 +309,7 @@ class Interpreter:
                 branch.path = branch.path | test.deps
         then_out = self.block(node.body, then_in, frame)
         else_out = self.block(node.orelse, else_in, frame)
-        merged = join_states(then_out, else_out)
+        merged = join_states(then_out, else_out, self.program.branch_keys(node))
         if (
             merged is not None
             and (then_in is None or then_out is not None)

@@ -259,6 +259,9 @@ class Program:
         self._writes: dict[ast.AST, frozenset[str]] = {}
         self._raises: dict[ast.AST, bool] = {}
         self._blocks: dict[ast.stmt, list[list[ast.stmt]]] = {}
+        self._branch_keys: dict[ast.If, frozenset[str]] = {}
+        #: The value of each literal, built once for every run (the interpreter fills it).
+        self.constants: dict[ast.Constant, object] = {}
 
     def blocks(self, stmt: ast.stmt) -> list[list[ast.stmt]]:
         """`blocks(stmt)`, cached: the slice asks for it repeatedly."""
@@ -333,6 +336,14 @@ class Program:
     def body_kills(self, node: ast.If) -> frozenset[str]:
         """Names the then-branch of an `if` can switch off."""
         return frozenset().union(*(self.kills(stmt) for stmt in node.body))
+
+    def branch_keys(self, node: ast.If) -> frozenset[str]:
+        """Names the two branches of an `if` can leave different: what they may bind, and what
+        its test reads (refined on each side, helpers' reads included)."""
+        cached = self._branch_keys.get(node)
+        if cached is None:
+            cached = self._branch_keys[node] = self.writes(node) | self.closure_reads(node.test)
+        return cached
 
     def writes(self, stmt: ast.stmt) -> frozenset[str]:
         """Names that executing `stmt` may rebind or mutate, local helpers' writes included."""
