@@ -2,6 +2,7 @@
 
     python -m codemods.apply [SOURCE ...] [--te VERSION ...] [--check | --diff]
                              [--format text|json|sarif] [--json] [--hazard ID ...]
+                             [--emit-tests DIR [--force]]
 
 A SOURCE is a TE checkout, a selector file or `installed`; `--te 2.17.1` names a released
 wheel (fetched into the cache). Released wheels are never modified: for them the default action
@@ -9,7 +10,8 @@ is `--diff`. Hazards and selector names come from the registry and the `[tool.te
 table of the target's `pyproject.toml`. Every rewritten selector is re-analysed first; a guard
 that does not verify is an error, never a write. Exit status: 0 done (or nothing to do), 1
 `--check` found a missing guard, 2 bad input (one line on stderr naming the file and the cause;
-the file untouched).
+the file untouched). `--emit-tests DIR` also writes `DIR/test_te_attn_guards.py`, a pytest
+module for the guards this run inserted (`codemods.selector_tests`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import difflib
 import json
 import sys
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from codemods.files import FileError, check_writable, locked, replace_atomically
@@ -133,8 +136,16 @@ def transform(
     return patched, plan.statuses
 
 
-def run_one(source: SelectorSource, config: Config, mode: str) -> Outcome:
-    """Check, diff or rewrite one selector ("check" | "diff" | "write")."""
+def run_one(
+    source: SelectorSource,
+    config: Config,
+    mode: str,
+    *,
+    emit_tests: Path | None = None,
+    force: bool = False,
+) -> Outcome:
+    """Check, diff or rewrite one selector ("check" | "diff" | "write"); a rewrite with
+    `emit_tests` also writes the test module for its guards there (`force`: over other text)."""
     path = source.path
     if mode == "write":
         check_writable(path)
@@ -150,6 +161,10 @@ def run_one(source: SelectorSource, config: Config, mode: str) -> Outcome:
         patched, plan = _transform(original, config)
         outcome = Outcome(source, plan, original, patched, check=False)
         if outcome.changed and mode == "write":
+            if emit_tests is not None:  # first: a test file it may not replace stops the write
+                from codemods.selector_tests import emit
+
+                emit(emit_tests, source, original, patched, plan, force=force)
             replace_atomically(path, patched.encode("utf-8"))
     return outcome
 
@@ -195,7 +210,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="ID",
         help="limit the run to this hazard (repeatable)",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--emit-tests",
+        metavar="DIR",
+        type=Path,
+        help="also write DIR/test_te_attn_guards.py, a pytest module for the inserted guards"
+        " (one SOURCE; not with --check / --diff)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="let --emit-tests replace a file with other content"
+    )
+    args = parser.parse_args(argv)
+    if args.emit_tests is not None and (args.check or args.diff):
+        parser.error(
+            "--emit-tests writes tests beside the guards it writes: not with --check/--diff"
+        )
+    if args.emit_tests is not None and len(args.sources) + len(args.te) > 1:
+        parser.error("--emit-tests takes one SOURCE")
+    return args
 
 
 def _mode(args: argparse.Namespace, source: SelectorSource) -> str:
@@ -215,7 +247,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             source = resolve(spec)
             config = load_config(source.path)
             config = replace(config, hazards=select_hazards(config, args.hazard))
-            outcome = run_one(source, config, _mode(args, source))
+            mode = _mode(args, source)
+            if args.emit_tests is not None and mode != "write":
+                raise FileError(
+                    f"{spec}: --emit-tests needs a checkout or file to write, not a release"
+                )
+            outcome = run_one(source, config, mode, emit_tests=args.emit_tests, force=args.force)
         except (SourceError, FileError) as error:
             print(error, file=sys.stderr)
             failed = True

@@ -19,6 +19,10 @@ from pathlib import Path
 from typing import Iterator
 
 
+#: The mode of a file `replace_atomically` creates (the codemod's emitted test module).
+NEW_FILE_MODE = 0o644
+
+
 class FileError(Exception):
     """A one-line reason why a file cannot be read or rewritten safely."""
 
@@ -49,11 +53,12 @@ def locked(path: Path) -> Iterator[None]:
 
 
 def replace_atomically(path: Path, data: bytes) -> None:
-    """Write `data` to `path`'s target through a temporary file and one rename."""
+    """Write `data` to `path`'s target through a temporary file and one rename; a file that
+    does not exist yet is created readable by all (0o644)."""
     import tempfile  # only a write needs it; `--check` never does
 
     target = path.resolve()
-    mode = stat.S_IMODE(target.stat().st_mode)
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else NEW_FILE_MODE
     try:
         descriptor, temporary = tempfile.mkstemp(
             dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"

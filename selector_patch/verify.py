@@ -95,6 +95,19 @@ def _mentions(selection: Selection, message: str) -> bool:
     return any(message in line for line in selection.log)
 
 
+#: What one control's selection says about a hazard's guard (`judge_control`).
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+
+
+def judge_control(selection: Selection, hazard: Hazard) -> str:
+    """PASSED when the backend stayed selected; FAILED when the hazard's own guard removed it
+    (its message is in TE's log); SKIPPED when another of TE's filters did, which says nothing
+    about this hazard. Shared by `verify` and the pytest plugin's `assert_case`."""
+    if selection.role == hazard.backend:
+        return PASSED
+    return FAILED if _mentions(selection, hazard.message) else SKIPPED
+
+
 def verify_hazard(selector: LoadedSelector, hazard: Hazard) -> HazardReport:
     witnesses = list(hazard.witnesses())
     reached = next(
@@ -114,11 +127,10 @@ def verify_hazard(selector: LoadedSelector, hazard: Hazard) -> HazardReport:
                 continue
             seen.add(scenario)
             selection = _try_select(selector, scenario)
-            if selection is None:
-                controls.skipped += 1
-            elif selection.role == hazard.backend:
+            verdict = SKIPPED if selection is None else judge_control(selection, hazard)
+            if verdict == PASSED:
                 controls.passed += 1
-            elif _mentions(selection, hazard.message):
+            elif verdict == FAILED:
                 controls.failed.append({"name": control.name, "inputs": scenario.describe()})
             else:
                 controls.skipped += 1

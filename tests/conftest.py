@@ -1,8 +1,10 @@
-"""Session fixtures: real TE releases, fetched once into the user cache and loaded once.
+"""Session fixtures: real TE releases, fetched once into the user cache.
 
-`release("2.20.2")` resolves a release (downloading its wheel on first use), `loaded("2.20.2")`
-loads its selector on the virtual device. Both are cached for the session; tests that change a
-loaded module (the runtime patch) load their own copy with `load_selector`.
+`release("2.20.2")` resolves a release (downloading its wheel on first use), cached for the
+session. Selectors are loaded the way every user of the package loads them, through the pytest
+plugin's `load_te_selector("2.20.2")` (`selector_patch.pytest_plugin`), which also loads each
+once per session; `.loaded` is the harness's `LoadedSelector`. Tests that change a loaded module
+(the runtime patch) or load replacement text load their own copy with `load_selector`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import pytest
 
 from selector_patch.sources import SelectorSource, resolve
 
+#: The plugin's own tests run inner pytest sessions.
+pytest_plugins = ("pytester",)
+
 
 @pytest.fixture(scope="session")
 def release() -> Callable[[str], SelectorSource]:
@@ -22,20 +27,6 @@ def release() -> Callable[[str], SelectorSource]:
         if version not in resolved:
             resolved[version] = resolve(version)
         return resolved[version]
-
-    return get
-
-
-@pytest.fixture(scope="session")
-def loaded(release):
-    from selector_patch.harness import load_selector
-
-    selectors = {}
-
-    def get(version: str):
-        if version not in selectors:
-            selectors[version] = load_selector(release(version))
-        return selectors[version]
 
     return get
 

@@ -37,13 +37,13 @@ def parsed(path) -> tuple[str, ast.Module, ast.FunctionDef]:
 
 
 @pytest.mark.parametrize("version", CORPUS_RELEASES)
-def test_analyzer_agrees_with_harness(version, release, loaded) -> None:
+def test_analyzer_agrees_with_harness(version, release, load_te_selector) -> None:
     from selector_patch.verify import verify_hazard
 
     _, module, function = parsed(release(version).path)
     for hazard in HAZARDS:
         verdict = analyze_hazard(module, function, hazard)
-        report = verify_hazard(loaded(version), hazard)
+        report = verify_hazard(load_te_selector(version).loaded, hazard)
         assert (verdict.applicable, verdict.reachable) == (report.applicable, report.reachable), (
             hazard.id,
             verdict.detail,

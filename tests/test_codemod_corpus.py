@@ -83,9 +83,9 @@ def test_inserts_only_guards_and_is_idempotent(version, patched) -> None:
 
 
 @pytest.mark.parametrize("version", CORPUS_RELEASES)
-def test_harness_proves_the_result(version, release, loaded, patched) -> None:
+def test_harness_proves_the_result(version, release, load_te_selector, patched) -> None:
     original, result, _ = patched(version)
-    unpatched = loaded(version)
+    unpatched = load_te_selector(version).loaded
     selector = load_selector(release(version), text=result)
     for report in verify(selector):
         assert report.ok, report.summary()

@@ -79,10 +79,10 @@ def verdict(report) -> str:
 
 
 @pytest.fixture(scope="module")
-def table(loaded):
+def table(load_te_selector):
     rows = {}
     for version in CORPUS_RELEASES:
-        selector = loaded(version)
+        selector = load_te_selector(version).loaded
         reports = {report.id: report for report in verify(selector)}
         admitted = [
             fa2_allowlist_admits(selector, arch) for arch in get_hazard("TEA002").architectures

@@ -101,25 +101,25 @@ def test_compiler_decorators_give_the_function_back(spelling):
     assert decorate(helper) is helper
 
 
-def test_process_logging_is_untouched(loaded):
+def test_process_logging_is_untouched(load_te_selector):
     root_handlers = list(logging.getLogger().handlers)
     for version in SAMPLE:
-        loaded(version).select(SEED_001["head dim 256"])
+        load_te_selector(version).loaded.select(SEED_001["head dim 256"])
     te_logger = logging.getLogger("DotProductAttention")
     assert (te_logger.handlers, te_logger.level) == ([], logging.NOTSET)
     assert logging.getLogger().handlers == root_handlers
 
 
-def test_process_environment_neither_read_nor_written(loaded, monkeypatch):
+def test_process_environment_neither_read_nor_written(load_te_selector, monkeypatch):
     monkeypatch.setenv("NVTE_FLASH_ATTN", "0")
     environment = dict(os.environ)
-    assert loaded("2.20.2").select(SEED_000).role == "FA4"
+    assert load_te_selector("2.20.2").loaded.select(SEED_000).role == "FA4"
     assert dict(os.environ) == environment
 
 
 @pytest.mark.parametrize("version", SAMPLE)
-def test_calls_are_independent_of_order(loaded, version):
-    selector = loaded(version)
+def test_calls_are_independent_of_order(load_te_selector, version):
+    selector = load_te_selector(version).loaded
     scenarios = grid()
     forward = selections(selector, scenarios)
     backward = selections(selector, scenarios[::-1])[::-1]
@@ -127,26 +127,31 @@ def test_calls_are_independent_of_order(loaded, version):
     assert [s.log if s else None for s in forward] == [s.log if s else None for s in backward]
 
 
-def test_module_state_written_by_the_selector_is_restored(loaded):
+def test_module_state_written_by_the_selector_is_restored(load_te_selector):
     """TE 2.1 lowers the module global `_flash_attn_max_version` for causal cross-attention
     when flash-attn is not usable; the next call must see the import-time value."""
-    selector = loaded("2.1.0")
+    selector = load_te_selector("2.1.0").loaded
     imported = selector.module._flash_attn_max_version
     cross = Scenario(flash_attn_2=None, max_seqlen_kv=256)
     selector.select(cross)
     assert selector.module._flash_attn_max_version == imported
 
 
-def test_releases_coexist_in_one_process(loaded):
-    first = [loaded(version).select(SEED_001["head dim 256"]) for version in SAMPLE]
-    second = [loaded(version).select(SEED_001["head dim 256"]) for version in reversed(SAMPLE)]
+def test_releases_coexist_in_one_process(load_te_selector):
+    first = [
+        load_te_selector(version).loaded.select(SEED_001["head dim 256"]) for version in SAMPLE
+    ]
+    second = [
+        load_te_selector(version).loaded.select(SEED_001["head dim 256"])
+        for version in reversed(SAMPLE)
+    ]
     assert first == second[::-1]
     # 1.9: head dim 256 is not allowed on sm120; 2.1: flash-attn 2.8.3 is above its maximum.
     assert [s.role for s in first] == ["UNFUSED", "UNFUSED", "FA2", "FA2"]
 
 
-def test_threads_share_a_loaded_selector(loaded):
-    selector = loaded("2.20.2")
+def test_threads_share_a_loaded_selector(load_te_selector):
+    selector = load_te_selector("2.20.2").loaded
     scenarios = grid()
     expected = selections(selector, scenarios)
     results: dict[int, list] = {}
@@ -162,16 +167,16 @@ def test_threads_share_a_loaded_selector(loaded):
     assert all(result == expected for result in results.values())
 
 
-def test_release_without_head_dim_qk_refuses_mla(loaded):
-    selector = loaded("1.9.0.post1")
+def test_release_without_head_dim_qk_refuses_mla(load_te_selector):
+    selector = load_te_selector("1.9.0.post1").loaded
     assert "head_dim" in selector.params_fields and "head_dim_qk" not in selector.params_fields
     with pytest.raises(Unrepresentable, match="single `head_dim`"):
         selector.select(SEED_001["MLA 192/256"])
 
 
-def test_import_time_package_checks_run_per_machine(loaded):
+def test_import_time_package_checks_run_per_machine(load_te_selector):
     """TE 1.9 requires flash-attn at import; a machine without it cannot import TE at all."""
-    selector = loaded("1.9.0.post1")
+    selector = load_te_selector("1.9.0.post1").loaded
     with pytest.raises(LoadError, match="flash-attn 2: none.*PackageNotFoundError.*flash-attn$"):
         selector.select(Scenario(flash_attn_2=None))
 

@@ -19,8 +19,8 @@ TEA001, TEA002 = get_hazard("TEA001"), get_hazard("TEA002")
 
 
 @pytest.fixture(scope="module")
-def te(loaded):
-    return loaded("2.20.2")
+def te(load_te_selector):
+    return load_te_selector("2.20.2").loaded
 
 
 def test_seed_000_selects_fa4_as_reported(te):

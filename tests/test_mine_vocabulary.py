@@ -68,12 +68,12 @@ def test_the_plain_call_keeps_optional_features_at_their_defaults(dialect):
     }
 
 
-def test_the_harness_passes_them_and_refuses_what_a_release_cannot_say(loaded):
-    selection = loaded("2.20.2").select(Scenario(has_score_mod=True))
+def test_the_harness_passes_them_and_refuses_what_a_release_cannot_say(load_te_selector):
+    selection = load_te_selector("2.20.2").loaded.select(Scenario(has_score_mod=True))
     assert selection.role != "FA4"
     assert any("score_mod" in line for line in selection.log)
     with pytest.raises(Unrepresentable, match="has_score_mod=True"):
-        loaded("2.15.0").select(Scenario(has_score_mod=True))
+        load_te_selector("2.15.0").loaded.select(Scenario(has_score_mod=True))
 
 
 def test_a_local_one_line_helper_refines_like_its_expression():

@@ -111,11 +111,11 @@ def test_seed_cases_select_as_a_guarded_selector(patched, guarded, version, case
 
 
 @pytest.mark.parametrize("version", WITH_FA4)
-def test_controls_are_untouched(patched, loaded, version):
+def test_controls_are_untouched(patched, load_te_selector, version):
     for hazard in HAZARDS:
         for witness in hazard.witnesses():
             for control, scenario in hazard.control_scenarios(witness):
-                expected = try_select(loaded(version), scenario)
+                expected = try_select(load_te_selector(version).loaded, scenario)
                 assert try_select(patched(version), scenario) == expected, control.name
 
 

@@ -23,7 +23,7 @@ import inspect
 import threading
 import types
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Mapping
 
 import torch
 
@@ -111,11 +111,14 @@ class LoadedSelector:
             raise LoadError(self.path, str(error)) from None
         self._per_machine = not pins_packages(self.module)
 
-    def select(self, scenario: Scenario) -> Selection:
-        """Run TE's selector for `scenario`; raises `Unrepresentable` if the release cannot."""
+    def select(self, scenario: Scenario, params: Mapping[str, Any] | None = None) -> Selection:
+        """Run TE's selector for `scenario`; raises `Unrepresentable` if the release cannot.
+
+        `params` sets further `AttentionParams` fields by name (see `attention_params_kwargs`).
+        """
         with self.pinned(scenario) as module:
             kwargs = attention_params_kwargs(
-                scenario, self.params_fields, module.__dict__.get("check_set_window_size")
+                scenario, self.params_fields, module.__dict__.get("check_set_window_size"), params
             )
             return self._run(module.__dict__, kwargs, scenario)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -46,8 +46,14 @@ def attention_params_kwargs(
     scenario: Scenario,
     fields: tuple[str, ...],
     check_set_window_size: Callable[[str, Any], Any] | None,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Keyword arguments for the release's `AttentionParams`, as a BF16 no-bias DPA call passes."""
+    """Keyword arguments for the release's `AttentionParams`, as a BF16 no-bias DPA call passes.
+
+    `extra` sets further fields by name (what a `Scenario` has no word for, such as `qkv_dtype`
+    or `window_size`), over the values built here; they are passed as given, so a field the
+    release does not declare fails in its dataclass's own constructor instead of being dropped.
+    """
     if "head_dim_qk" not in fields and scenario.head_dim_qk != scenario.head_dim_v:
         raise Unrepresentable(
             f"head_dim_qk={scenario.head_dim_qk} != head_dim_v={scenario.head_dim_v}: this "
@@ -89,4 +95,4 @@ def attention_params_kwargs(
         "softmax_scale": 1.0 / math.sqrt(scenario.head_dim_qk),
         **{name: getattr(scenario, name) for name in OPTIONAL_FEATURES},
     }
-    return {name: value for name, value in passed.items() if name in fields}
+    return {**{name: value for name, value in passed.items() if name in fields}, **(extra or {})}

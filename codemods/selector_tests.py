@@ -1,0 +1,210 @@
+"""The pytest module `--emit-tests DIR` writes for the guards the codemod just inserted.
+
+For each inserted hazard it keeps, from the registry's witnesses, those the *unpatched* selector
+answers with the hazard's backend (the requests the guard changes), and from their controls,
+those where both the unpatched and the patched selector keep the backend. Both selectors are the
+target's own, run on the virtual device. So the module fails on exactly its witness cases
+before the guard and passes after it; it says so in TE's test style (cases in a dict keyed by
+id, one parametrized test per hazard and kind) and uses only the pytest plugin's public surface
+(`load_te_selector`, `select`, `assert_selected` / `assert_not_selected`).
+
+The text is deterministic (no dates, no absolute paths: the selector is found relative to the
+test file) and laid out as black lays it out at any line length from 88 up: every collection is
+exploded with a trailing comma, and no line is longer than 88 characters. A file that already
+holds this text is left alone; one that holds anything else is replaced only with `force`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+from typing import Any, Sequence
+
+from codemods.files import FileError, replace_atomically
+from selector_patch.registry import Hazard
+from selector_patch.sources import SelectorSource
+from selector_patch.testing.cases import CONTROL, WITNESS, HazardCase, cases
+
+FILENAME = "test_te_attn_guards.py"
+WIDTH = 88
+INDENT = "    "
+
+
+def _selects(selector: Any, case: HazardCase) -> bool:
+    from selector_patch.harness import Unrepresentable
+
+    try:
+        return selector.select(case.scenario).role == case.hazard.backend
+    except Unrepresentable:
+        return False
+
+
+def chosen_cases(
+    source: SelectorSource, original: str, patched: str, hazards: Sequence[Hazard]
+) -> list[tuple[Hazard, list[HazardCase], list[HazardCase]]]:
+    """Per hazard: the witnesses the guard changes, and the controls that keep the backend."""
+    from selector_patch.harness import load_selector
+
+    before = load_selector(source, text=original)
+    after = load_selector(source, text=patched)
+    chosen = []
+    for hazard in hazards:
+        witnesses = [c for c in cases(hazard, (WITNESS,)) if _selects(before, c)]
+        controls = [
+            case
+            for case in cases(hazard, (CONTROL,), [w.scenario for w in witnesses])
+            if _selects(before, case) and _selects(after, case)
+        ]
+        chosen.append((hazard, witnesses, controls))
+    return chosen
+
+
+def _literal(value: Any) -> str:
+    """A Python literal as black writes it (double-quoted strings)."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, tuple):
+        return (
+            "("
+            + ", ".join(_literal(item) for item in value)
+            + ("," if len(value) == 1 else "")
+            + ")"
+        )
+    return repr(value)
+
+
+def _comment(text: str, indent: str = "") -> list[str]:
+    return textwrap.wrap(
+        text, WIDTH - len(indent), initial_indent=f"{indent}# ", subsequent_indent=f"{indent}# "
+    )
+
+
+def _cases_table(name: str, selected: Sequence[HazardCase]) -> list[str]:
+    lines = [f"{name} = {{"]
+    for case in selected:
+        lines.append(f"{INDENT}{json.dumps(case.label)}: {{")
+        lines += [
+            f"{INDENT * 2}{json.dumps(key)}: {_literal(value)},"
+            for key, value in case.inputs.items()
+        ]
+        lines.append(f"{INDENT}}},")
+    return [*lines, "}"]
+
+
+def _test(hazard: Hazard, table: str, kind: str) -> list[str]:
+    backend = hazard.backend
+    if kind == WITNESS:
+        name, check = (
+            f"test_{hazard.id.lower()}_witness_does_not_select_{backend.lower()}",
+            "assert_not_selected",
+        )
+        doc = f"Requests inside {hazard.id}: TE must not choose {backend}."
+    else:
+        name, check = f"test_{hazard.id.lower()}_control_keeps_{backend.lower()}", "assert_selected"
+        doc = f"Requests next to {hazard.id}, outside it: TE must still choose {backend}."
+    return [
+        "",
+        "",
+        f'@pytest.mark.parametrize("case", {table})',
+        f"def {name}(te_selector, case):",
+        f'{INDENT}"""{doc}"""',
+        f"{INDENT}{check}(te_selector.select(**{table}[case]), {json.dumps(hazard.id)})",
+    ]
+
+
+def _selector_expression(source: SelectorSource, directory: Path) -> str:
+    """The selector under test - its TE tree, else its file - as a path relative to the test
+    module, so that the module and the tree can move together."""
+    target = source.root if source.root is not None else source.path
+    relative = Path(os.path.relpath(target.resolve(), directory.resolve())).parts
+    here = "Path(__file__).resolve()"
+    if relative == (".",):
+        return f"{here}.parent"
+    if all(part == ".." for part in relative):
+        return f"{here}.parents[{len(relative)}]"
+    return f"{here}.parent.joinpath({', '.join(json.dumps(part) for part in relative)})"
+
+
+def render(
+    source: SelectorSource,
+    directory: Path,
+    chosen: Sequence[tuple[Hazard, list[HazardCase], list[HazardCase]]],
+) -> str:
+    """The test module's text."""
+    where = source.path.relative_to(source.root).as_posix() if source.root else source.path.name
+    version = f"TE {source.te_version}" if source.te_version else "TE"
+    lines = [
+        '"""Attention-backend selection tests for the guards te-attn-guards inserted.',
+        "",
+        *textwrap.wrap(
+            f"Written by `python -m codemods.apply --emit-tests` for {where} ({version}). A "
+            "hazard's witnesses are requests its selector answered with the hazard's backend "
+            "before the guard: TE must not choose that backend now. Its controls are "
+            "neighbouring requests outside the hazard, where TE must still choose it. The "
+            "tests run TE's own selector on a virtual device (no GPU) through te-attn-guards' "
+            "pytest plugin; every input a case does not name keeps the plugin's default (BF16 "
+            "BSHD, causal, head dim 128, cuDNN 9.10.0).",
+            WIDTH,
+        ),
+        '"""',
+        "",
+        "from pathlib import Path",
+        "",
+        "import pytest",
+        "",
+        "from selector_patch.testing import assert_not_selected, assert_selected",
+        "",
+        "",
+        '@pytest.fixture(scope="module")',
+        "def te_selector(load_te_selector):",
+        f'{INDENT}"""The selector this module was written for, wherever pytest runs from."""',
+        f"{INDENT}return load_te_selector({_selector_expression(source, directory)})",
+    ]
+    for hazard, witnesses, controls in chosen:
+        prefix = hazard.id.upper()
+        lines += ["", ""]
+        lines += _comment(f"{hazard.id}: {hazard.title}.")
+        if not witnesses:
+            lines += _comment(
+                f"No request of the registry's makes the unpatched selector choose "
+                f"{hazard.backend} on the virtual device: no cases."
+            )
+            continue
+        lines += _cases_table(f"{prefix}_WITNESSES", witnesses)
+        if controls:
+            lines += ["", *_cases_table(f"{prefix}_CONTROLS", controls)]
+        lines += _test(hazard, f"{prefix}_WITNESSES", WITNESS)
+        if controls:
+            lines += _test(hazard, f"{prefix}_CONTROLS", CONTROL)
+    return "\n".join(lines) + "\n"
+
+
+def emit(
+    directory: Path,
+    source: SelectorSource,
+    original: str,
+    patched: str,
+    hazards: Sequence[Hazard],
+    *,
+    force: bool = False,
+) -> Path:
+    """Write the test module for `hazards`' guards (inserted into `original`, giving
+    `patched`) into `directory`; an existing file with other content needs `force`."""
+    path = directory / FILENAME
+    try:
+        chosen = chosen_cases(source, original, patched, hazards)
+    except ImportError as error:  # the harness extra is not installed
+        raise FileError(f"{path}: cannot run the selector to choose cases: {error}") from None
+    text = render(source, directory, chosen)
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return path
+    if path.exists() and not force:
+        raise FileError(f"{path}: exists with other content; pass --force to replace it")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise FileError(f"{directory}: cannot create: {error.strerror}") from None
+    replace_atomically(path, text.encode("utf-8"))
+    return path

@@ -1,0 +1,106 @@
+"""te-attn-guards' pytest plugin: fixtures that run a real TE selector on a virtual device.
+
+Registered under pytest's `pytest11` entry point as `te_attn_guards`, so installing the package
+is all a project does (`-p no:te_attn_guards` turns it off). A session that requests none of its
+fixtures pays for one command-line option: this module imports nothing of the project, of torch
+or of TE; the first fixture request loads the selector (and fetches a release into the cache).
+
+    pytest --te-selector PATH_TO_TE_CHECKOUT      # or: a selector .py, `installed`, 2.20.2
+    [tool.pytest.ini_options]
+    te_selector = "../TransformerEngine"          # relative to the ini file
+
+The test-side API (`select`, `hazard_cases`, the assertions) is `selector_patch.testing`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+import pytest
+
+if TYPE_CHECKING:
+    from selector_patch.sources import SelectorSource
+    from selector_patch.testing import SelectorUnderTest
+
+INI = "te_selector"
+SOURCE_HELP = (
+    "the TE attention selector the te_selector fixture loads: a TE checkout, a selector .py"
+    " file, 'installed' or a release such as 2.20.2"
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("te-attn-guards", "te-attn-guards selector tests")
+    group.addoption(
+        "--te-selector",
+        dest=INI,
+        metavar="SOURCE",
+        default=None,
+        help=f"{SOURCE_HELP} (default: the {INI} ini key)",
+    )
+    parser.addini(INI, f"{SOURCE_HELP}; a relative path is read from the ini file's directory")
+
+
+def configured_source(config: pytest.Config) -> str | None:
+    """`--te-selector`, else the ini key (a relative path there is the ini file's neighbour)."""
+    option = config.getoption(INI)
+    if option:
+        return option
+    value = config.getini(INI)
+    if not value:
+        return None
+    if config.inipath is not None and not Path(value).is_absolute():
+        beside_ini = config.inipath.parent / value
+        if beside_ini.exists():
+            return str(beside_ini)
+    return value
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    source = configured_source(config)
+    return [f"te-attn-guards: te_selector = {source}"] if source else []
+
+
+@pytest.fixture(scope="session")
+def load_te_selector() -> Callable[["str | Path | SelectorSource"], "SelectorUnderTest"]:
+    """Load any TE selector once per session: `load_te_selector("2.17.1").select(...)`.
+
+    Takes what `--te-selector` takes (a checkout, a selector file, `installed`, a release
+    version) or a resolved `SelectorSource`; each distinct selector is loaded once.
+    """
+    from selector_patch.harness import LoadError, load_selector
+    from selector_patch.sources import SelectorSource, SourceError, resolve
+    from selector_patch.testing import SelectorUnderTest
+
+    loaded: dict[SelectorSource, SelectorUnderTest] = {}
+
+    def load(source: "str | Path | SelectorSource") -> SelectorUnderTest:
+        __tracebackhide__ = True
+        try:
+            if not isinstance(source, SelectorSource):
+                source = resolve(str(source))
+            if source not in loaded:
+                loaded[source] = SelectorUnderTest(load_selector(source))
+        except (SourceError, LoadError) as error:
+            pytest.fail(str(error), pytrace=False)
+        return loaded[source]
+
+    return load
+
+
+@pytest.fixture(scope="session")
+def te_selector(
+    pytestconfig: pytest.Config, load_te_selector: Callable[[str], "SelectorUnderTest"]
+) -> "SelectorUnderTest":
+    """The selector under test (`--te-selector SOURCE` or the `te_selector` ini key), loaded
+    once per session on a virtual device: `te_selector.select(compute_capability=(12, 0), ...)`."""
+    __tracebackhide__ = True
+    source = configured_source(pytestconfig)
+    if source is None:
+        pytest.fail(
+            "te_selector: no TE selector configured; pass --te-selector SOURCE or set"
+            f" {INI} in the pytest ini (a TE checkout, a selector file, installed, a version)",
+            pytrace=False,
+        )
+    return load_te_selector(source)

@@ -1,0 +1,133 @@
+"""The selector under test, asked in keyword inputs, and what it chose, worded for assertions.
+
+`SelectorUnderTest` wraps the harness's `LoadedSelector` (kept as `.loaded` for tests of the
+harness itself) with `select(**inputs)`, the vocabulary of `inputs.request_of`. A request the
+release cannot express (forward-only on a release without `requires_backward`, MLA head dims on
+TE 1.9) skips the test with TE's reason, the way `pytest.importorskip` skips what the machine
+lacks; an input that names nothing is a `TypeError`. `BackendChoice` is the answer: backend,
+role, version, the backends TE reported available, TE's own log lines, and the request.
+
+Importing this module imports neither torch nor TE; loading a selector does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+import pytest
+
+from selector_patch.scenario import Scenario
+from selector_patch.testing.inputs import describe, keyword_inputs, request_of
+
+if TYPE_CHECKING:
+    from selector_patch.harness import LoadedSelector, Selection
+    from selector_patch.sources import SelectorSource
+
+
+@dataclass(frozen=True, repr=False)
+class BackendChoice:
+    """What TE's selector chose for one request."""
+
+    selection: "Selection"
+    #: The request as a scenario, and the further `AttentionParams` fields it set.
+    request: Scenario
+    params: Mapping[str, Any]
+    te_version: str | None
+    #: The release's `AttentionParams` fields (what it can tell apart).
+    params_fields: tuple[str, ...]
+
+    @property
+    def backend(self) -> str:
+        """ "FlashAttention", "FusedAttention", "UnfusedDotProductAttention" or "NoBackend"."""
+        return self.selection.backend
+
+    @property
+    def role(self) -> str | None:
+        """The backend by role: "FA2", "FA3", "FA4", "FUSED", "UNFUSED"; None for NoBackend."""
+        return self.selection.role
+
+    @property
+    def version(self) -> str | None:
+        """The flash-attn version TE dispatches to, when the backend is FlashAttention."""
+        return self.selection.flash_version
+
+    @property
+    def available(self) -> tuple[str, ...]:
+        """The backends TE reported available, by TE's names, in TE's order."""
+        from selector_patch.harness.selection import BACKENDS
+
+        return tuple(name for name, on in zip(BACKENDS, self.selection.available) if on)
+
+    @property
+    def log(self) -> tuple[str, ...]:
+        """TE's own debug and warning lines for this call, as TE prints them."""
+        return self.selection.log
+
+    def chosen(self) -> str:
+        """`FlashAttention (FA4 4.0.0b24)`, `FusedAttention`, `NoBackend`."""
+        if self.version is None:
+            return self.backend
+        return f"{self.backend} ({self.role} {self.version})"
+
+    def __repr__(self) -> str:
+        return (
+            f"BackendChoice(backend={self.backend!r}, role={self.role!r}, "
+            f"version={self.version!r}, available={self.available!r})"
+        )
+
+    def __str__(self) -> str:
+        """The whole story, for failure messages: what was asked, chosen, and TE's reasons."""
+        inputs = {**keyword_inputs(self.request), **self.params}
+        lines = [
+            f"TE {self.te_version or '(unknown version)'} on {self.request.sm} chose "
+            f"{self.chosen()}; available: {', '.join(self.available) or 'none'}",
+            f"request: {describe(inputs) or '(the defaults)'}",
+            "TE's log for this call:",
+            *(f"  {line}" for line in self.log),
+        ]
+        return "\n".join(lines)
+
+
+class SelectorUnderTest:
+    """A TE selector loaded on the virtual device (CPU only), asked in its users' words."""
+
+    def __init__(self, loaded: "LoadedSelector") -> None:
+        #: The harness's loaded selector module.
+        self.loaded = loaded
+
+    @property
+    def source(self) -> "SelectorSource":
+        return self.loaded.source
+
+    @property
+    def te_version(self) -> str | None:
+        return self.loaded.te_version
+
+    @property
+    def params_fields(self) -> tuple[str, ...]:
+        """The fields of this release's `AttentionParams`."""
+        return self.loaded.params_fields
+
+    def select(self, request: Scenario | None = None, /, **inputs: Any) -> BackendChoice:
+        """Run TE's `get_attention_backend` for `inputs` (changes to `request`, if given).
+
+        >>> te_selector.select(compute_capability=(12, 0), deterministic=True, NVTE_FUSED_ATTN="0")
+        """
+        __tracebackhide__ = True  # a skip or an error is reported at the test's line
+        from selector_patch.harness import Unrepresentable
+
+        scenario, params = request_of(
+            inputs,
+            self.params_fields,
+            request or Scenario(),
+            where=f"select() on TE {self.te_version}",
+        )
+        try:
+            selection = self.loaded.select(scenario, params)
+        except Unrepresentable as error:
+            pytest.skip(f"TE {self.te_version} cannot express this request: {error}")
+        return BackendChoice(selection, scenario, params, self.te_version, self.params_fields)
+
+    def __repr__(self) -> str:
+        return f"<SelectorUnderTest TE {self.te_version or '(unknown version)'} {self.loaded.path}>"
