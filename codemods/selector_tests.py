@@ -20,19 +20,39 @@ import json
 import os
 import textwrap
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from codemods.files import FileError, replace_atomically
 from selector_patch.registry import Hazard
+from selector_patch.scenario import Scenario
 from selector_patch.sources import SelectorSource
 from selector_patch.testing.cases import CONTROL, WITNESS, HazardCase, cases
 
+if TYPE_CHECKING:
+    from selector_patch.harness import LoadedSelector
+
 FILENAME = "test_te_attn_guards.py"
+_DEFAULT = Scenario()
+#: What a case leaves unsaid, in the module's docstring (the harness passes BF16 tensors).
+DEFAULTS = (
+    f"BF16 {_DEFAULT.qkv_layout}, {_DEFAULT.attn_mask_type} mask, head dim {_DEFAULT.head_dim_qk},"
+    f" cuDNN {'.'.join(map(str, _DEFAULT.cudnn_version))}"
+)
 WIDTH = 88
 INDENT = "    "
 
 
-def _selects(selector: Any, case: HazardCase) -> bool:
+class HazardTests(NamedTuple):
+    """What the module checks for one hazard."""
+
+    hazard: Hazard
+    #: Requests the guard changes: the unpatched selector chose the hazard's backend.
+    witnesses: list[HazardCase]
+    #: Their controls that both the unpatched and the patched selector answer with it.
+    controls: list[HazardCase]
+
+
+def _selects(selector: "LoadedSelector", case: HazardCase) -> bool:
     from selector_patch.harness import Unrepresentable
 
     try:
@@ -43,21 +63,21 @@ def _selects(selector: Any, case: HazardCase) -> bool:
 
 def chosen_cases(
     source: SelectorSource, original: str, patched: str, hazards: Sequence[Hazard]
-) -> list[tuple[Hazard, list[HazardCase], list[HazardCase]]]:
-    """Per hazard: the witnesses the guard changes, and the controls that keep the backend."""
+) -> list[HazardTests]:
+    """Per hazard, the cases to write down, as the selector's own code answers them."""
     from selector_patch.harness import load_selector
 
     before = load_selector(source, text=original)
     after = load_selector(source, text=patched)
     chosen = []
     for hazard in hazards:
-        witnesses = [c for c in cases(hazard, (WITNESS,)) if _selects(before, c)]
+        witnesses = [case for case in cases(hazard, (WITNESS,)) if _selects(before, case)]
         controls = [
             case
             for case in cases(hazard, (CONTROL,), [w.scenario for w in witnesses])
             if _selects(before, case) and _selects(after, case)
         ]
-        chosen.append((hazard, witnesses, controls))
+        chosen.append(HazardTests(hazard, witnesses, controls))
     return chosen
 
 
@@ -66,12 +86,8 @@ def _literal(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, tuple):
-        return (
-            "("
-            + ", ".join(_literal(item) for item in value)
-            + ("," if len(value) == 1 else "")
-            + ")"
-        )
+        items = [_literal(item) for item in value]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
     return repr(value)
 
 
@@ -94,22 +110,20 @@ def _cases_table(name: str, selected: Sequence[HazardCase]) -> list[str]:
 
 
 def _test(hazard: Hazard, table: str, kind: str) -> list[str]:
-    backend = hazard.backend
+    """`test_tea001_witness_does_not_select_fa4` / `test_tea001_control_keeps_fa4`."""
+    backend, prefix = hazard.backend, f"test_{hazard.id.lower()}"
     if kind == WITNESS:
-        name, check = (
-            f"test_{hazard.id.lower()}_witness_does_not_select_{backend.lower()}",
-            "assert_not_selected",
-        )
-        doc = f"Requests inside {hazard.id}: TE must not choose {backend}."
+        name = f"{prefix}_witness_does_not_select_{backend.lower()}"
+        check, doc = "assert_not_selected", f"Requests inside {hazard.id}: TE must not choose"
     else:
-        name, check = f"test_{hazard.id.lower()}_control_keeps_{backend.lower()}", "assert_selected"
-        doc = f"Requests next to {hazard.id}, outside it: TE must still choose {backend}."
+        name = f"{prefix}_control_keeps_{backend.lower()}"
+        check, doc = "assert_selected", f"Requests next to {hazard.id}: TE must still choose"
     return [
         "",
         "",
         f'@pytest.mark.parametrize("case", {table})',
         f"def {name}(te_selector, case):",
-        f'{INDENT}"""{doc}"""',
+        f'{INDENT}"""{doc} {backend}."""',
         f"{INDENT}{check}(te_selector.select(**{table}[case]), {json.dumps(hazard.id)})",
     ]
 
@@ -120,9 +134,7 @@ def _selector_expression(source: SelectorSource, directory: Path) -> str:
     target = source.root if source.root is not None else source.path
     relative = Path(os.path.relpath(target.resolve(), directory.resolve())).parts
     here = "Path(__file__).resolve()"
-    if relative == (".",):
-        return f"{here}.parent"
-    if all(part == ".." for part in relative):
+    if all(part == ".." for part in relative):  # also the test module's own directory: ()
         return f"{here}.parents[{len(relative)}]"
     return f"{here}.parent.joinpath({', '.join(json.dumps(part) for part in relative)})"
 
@@ -130,7 +142,7 @@ def _selector_expression(source: SelectorSource, directory: Path) -> str:
 def render(
     source: SelectorSource,
     directory: Path,
-    chosen: Sequence[tuple[Hazard, list[HazardCase], list[HazardCase]]],
+    chosen: Sequence[HazardTests],
 ) -> str:
     """The test module's text."""
     where = source.path.relative_to(source.root).as_posix() if source.root else source.path.name
@@ -144,8 +156,8 @@ def render(
             "before the guard: TE must not choose that backend now. Its controls are "
             "neighbouring requests outside the hazard, where TE must still choose it. The "
             "tests run TE's own selector on a virtual device (no GPU) through te-attn-guards' "
-            "pytest plugin; every input a case does not name keeps the plugin's default (BF16 "
-            "BSHD, causal, head dim 128, cuDNN 9.10.0).",
+            "pytest plugin; every input a case does not name keeps the plugin's default "
+            f"({DEFAULTS}).",
             WIDTH,
         ),
         '"""',
@@ -163,7 +175,7 @@ def render(
         f"{INDENT}return load_te_selector({_selector_expression(source, directory)})",
     ]
     for hazard, witnesses, controls in chosen:
-        prefix = hazard.id.upper()
+        prefix = hazard.id
         lines += ["", ""]
         lines += _comment(f"{hazard.id}: {hazard.title}.")
         if not witnesses:
@@ -197,8 +209,8 @@ def emit(
         chosen = chosen_cases(source, original, patched, hazards)
     except ImportError as error:  # the harness extra is not installed
         raise FileError(f"{path}: cannot run the selector to choose cases: {error}") from None
-    text = render(source, directory, chosen)
-    if path.is_file() and path.read_text(encoding="utf-8") == text:
+    data = render(source, directory, chosen).encode("utf-8")
+    if path.is_file() and path.read_bytes() == data:
         return path
     if path.exists() and not force:
         raise FileError(f"{path}: exists with other content; pass --force to replace it")
@@ -206,5 +218,5 @@ def emit(
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise FileError(f"{directory}: cannot create: {error.strerror}") from None
-    replace_atomically(path, text.encode("utf-8"))
+    replace_atomically(path, data)
     return path

@@ -82,9 +82,10 @@ def load_te_selector() -> Callable[["str | Path | SelectorSource"], "SelectorUnd
                 source = resolve(str(source))
             if source not in loaded:
                 loaded[source] = SelectorUnderTest(load_selector(source))
+            return loaded[source]
         except (SourceError, LoadError) as error:
-            pytest.fail(str(error), pytrace=False)
-        return loaded[source]
+            cause = str(error)
+        pytest.fail(cause, pytrace=False)  # outside `except`: one line, no chained traceback
 
     return load
 

@@ -12,7 +12,7 @@ import pytest
 
 from selector_patch.registry import Hazard
 from selector_patch.testing.cases import WITNESS, HazardCase, find_hazard
-from selector_patch.testing.selector import BackendChoice
+from selector_patch.testing.selector import BackendChoice, release_name
 
 
 def failure_message(result: BackendChoice, hazard: Hazard, expected: str) -> str:
@@ -55,7 +55,7 @@ def assert_case(result: BackendChoice, case: HazardCase) -> None:
         assert_not_selected(result, hazard)
         return
     if case.needs is not None and case.needs not in result.params_fields:
-        pytest.skip(f"TE {result.te_version} has no AttentionParams.{case.needs}")
+        pytest.skip(f"{release_name(result.te_version)} has no AttentionParams.{case.needs}")
     verdict = judge_control(result.selection, hazard)
     if verdict == FAILED:
         expected = f"{hazard.backend} selected, but the hazard's own guard removed it"

@@ -45,12 +45,14 @@ def hazard_inputs(hazard: Hazard) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _word(name: str, value: Any, hazard: Hazard) -> str:
+def _word(name: str, scenario: Scenario, hazard: Hazard) -> str:
+    """One fact of `scenario` in an id: `sm120`, `hdim192_256`, `fa2_2.8.3`, `fa2_only`."""
     if name == "compute_capability":
-        return "sm{}{}".format(*value)
+        return scenario.sm
     if name == "head_dims":
-        qk, v = value
+        qk, v = scenario.head_dim_qk, scenario.head_dim_v
         return f"hdim{qk}" if qk == v else f"hdim{qk}_{v}"
+    value = getattr(scenario, name)
     if name in PACKAGE_FIELD.values():
         return f"fa{name[-1]}_{value or 'none'}"
     if name == "env":
@@ -87,10 +89,9 @@ class CaseLabels:
         changed = set(control.changes) if control is not None else set()
         if changed & set(HEAD_DIMS):
             changed.add("head_dims")
-        facts = _facts(scenario)
         words = [control.name.replace(" ", "_")] if control is not None else []
         words += [
-            _word(name, facts[name], self.hazard) for name in self.varying if name not in changed
+            _word(name, scenario, self.hazard) for name in self.varying if name not in changed
         ]
         return "-".join(words) or WITNESS
 

@@ -30,6 +30,7 @@ ALIASES = {"is_training": "training", "requires_backward": "backward"}
 #: Sets both head dims, unless `head_dim_qk` / `head_dim_v` are given too.
 HEAD_DIM = "head_dim"
 ENV_PREFIX = "NVTE_"
+VOCABULARY = ", ".join((*SCENARIO_FIELDS, *ALIASES, HEAD_DIM, f"{ENV_PREFIX}*"))
 
 
 def _environment(values: Mapping[str, Any], where: str) -> dict[str, str]:
@@ -70,9 +71,8 @@ def request_of(
             params[name] = value
         else:
             raise TypeError(
-                f"{where}: unknown input {name!r}: not a scenario input ({', '.join(SCENARIO_FIELDS)}"
-                f", {', '.join(ALIASES)}, {HEAD_DIM}, NVTE_*) nor a field of this release's"
-                " AttentionParams"
+                f"{where}: unknown input {name!r}: not one of {VOCABULARY}, nor a field of"
+                " this release's AttentionParams"
             )
     for name, size in (("compute_capability", 2), ("cudnn_version", 3)):
         value = changes.get(name)

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
     from selector_patch.sources import SelectorSource
 
 
+def release_name(te_version: str | None) -> str:
+    """`TE 2.20.2`, or what a checkout without a recorded version is called."""
+    return f"TE {te_version}" if te_version else "TE (version unknown)"
+
+
 @dataclass(frozen=True, repr=False)
 class BackendChoice:
     """What TE's selector chose for one request."""
@@ -80,7 +85,7 @@ class BackendChoice:
         """The whole story, for failure messages: what was asked, chosen, and TE's reasons."""
         inputs = {**keyword_inputs(self.request), **self.params}
         lines = [
-            f"TE {self.te_version or '(unknown version)'} on {self.request.sm} chose "
+            f"{release_name(self.te_version)} on {self.request.sm} chose "
             f"{self.chosen()}; available: {', '.join(self.available) or 'none'}",
             f"request: {describe(inputs) or '(the defaults)'}",
             "TE's log for this call:",
@@ -112,7 +117,7 @@ class SelectorUnderTest:
     def select(self, request: Scenario | None = None, /, **inputs: Any) -> BackendChoice:
         """Run TE's `get_attention_backend` for `inputs` (changes to `request`, if given).
 
-        >>> te_selector.select(compute_capability=(12, 0), deterministic=True, NVTE_FUSED_ATTN="0")
+        For example `te_selector.select(compute_capability=(12, 0), NVTE_FUSED_ATTN="0")`.
         """
         __tracebackhide__ = True  # a skip or an error is reported at the test's line
         from selector_patch.harness import Unrepresentable
@@ -121,13 +126,13 @@ class SelectorUnderTest:
             inputs,
             self.params_fields,
             request or Scenario(),
-            where=f"select() on TE {self.te_version}",
+            where=f"select() on {release_name(self.te_version)}",
         )
         try:
             selection = self.loaded.select(scenario, params)
         except Unrepresentable as error:
-            pytest.skip(f"TE {self.te_version} cannot express this request: {error}")
+            pytest.skip(f"{release_name(self.te_version)} cannot express this request: {error}")
         return BackendChoice(selection, scenario, params, self.te_version, self.params_fields)
 
     def __repr__(self) -> str:
-        return f"<SelectorUnderTest TE {self.te_version or '(unknown version)'} {self.loaded.path}>"
+        return f"<SelectorUnderTest {release_name(self.te_version)} {self.loaded.path}>"
