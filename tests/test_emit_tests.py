@@ -9,6 +9,7 @@ exactly the witness cases fail, after them every case passes.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -82,13 +83,24 @@ def test_module_fails_on_exactly_its_witnesses_before_and_passes_after(outcomes,
     assert set(after) == set(before) and set(after.values()) == {"PASSED"}
 
 
-def test_each_release_gets_the_hazards_it_has(emitted):
+def test_each_release_gets_the_hazards_the_codemod_inserted(emitted):
     tests = {v: (root / TESTS / FILENAME).read_text() for v, root in emitted.items()}
-    assert "TEA001_WITNESSES" not in tests["2.14.1"] and "TEA002_WITNESSES" in tests["2.14.1"]
-    for version in ("2.17.1", "2.20.2"):
-        assert "def test_tea001_witness_does_not_select_fa4(te_selector, case):" in tests[version]
-        assert "def test_tea002_control_keeps_fa2(te_selector, case):" in tests[version]
-    assert '    "sm120-fa4_only": {\n        "compute_capability": (12, 0),' in tests["2.20.2"]
+    tables = {v: re.findall(r"^(TEA\d+)_WITNESSES = \{", text, re.M) for v, text in tests.items()}
+    assert tables == {
+        "2.14.1": ["TEA002"],  # no FA4 path yet
+        "2.17.1": ["TEA001", "TEA002", "TEA003", "TEA004"],
+        "2.20.2": ["TEA001", "TEA002", "TEA003", "TEA004"],
+    }
+    assert "def test_tea001_witness_does_not_select_fa4(te_selector, case):" in tests["2.20.2"]
+    assert "def test_tea002_control_keeps_fa2(te_selector, case):" in tests["2.20.2"]
+    assert (
+        '    "sm120-fa4_4.0.0b24-eval-fa4_only": {\n'
+        '        "compute_capability": (12, 0),\n'
+        '        "flash_attn_4": "4.0.0b24",\n'
+        '        "deterministic": True,\n'
+        '        "training": False,\n'
+        '        "backward": True,\n'
+    ) in tests["2.20.2"]
 
 
 @pytest.mark.parametrize("line_length", [88, 100])

@@ -117,17 +117,19 @@ def table(patched, unpatched, te_version: str) -> list[tuple[str, str, object, o
 
 @pytest.mark.parametrize("patch", PATCHES)
 @pytest.mark.parametrize("te_version", WITH_FA4)
-def test_fa4_sm12x_table(release, loaded, te_version, patch):
-    rows = table(PATCHES[patch](release(te_version)), loaded(te_version), te_version)
+def test_fa4_sm12x_table(release, load_te_selector, te_version, patch):
+    rows = table(
+        PATCHES[patch](release(te_version)), load_te_selector(te_version).loaded, te_version
+    )
     wrong = [row for row in rows if not row[-1]]
     assert not wrong, "\n".join(map(str, wrong))
 
 
-def test_unpatched_selectors_reach_every_witness_of_the_table(release, loaded):
+def test_unpatched_selectors_reach_every_witness_of_the_table(release, load_te_selector):
     """The table is not vacuous: unpatched, deterministic eval-with-backward, split-KV and the
     split heuristic all select FA4 on sm120."""
     for te_version in (WITH_FA4[0], WITH_FA4[-1]):
-        selector = loaded(te_version)
+        selector = load_te_selector(te_version).loaded
         for name, (scenario, expected) in cases(te_version, "4.0.0b24").items():
             if expected in (UNFUSED, NO_BACKEND, "not FA4"):
                 assert selector.select(scenario).role == FA4, (te_version, name)

@@ -12,7 +12,7 @@ import pytest
 
 from selector_patch.registry import Hazard
 from selector_patch.testing.cases import WITNESS, HazardCase, find_hazard
-from selector_patch.testing.selector import BackendChoice, release_name
+from selector_patch.testing.selector import BackendChoice
 
 
 def failure_message(result: BackendChoice, hazard: Hazard, expected: str) -> str:
@@ -45,7 +45,7 @@ def assert_case(result: BackendChoice, case: HazardCase) -> None:
 
     A witness must not select the hazard's backend. A control fails only when the hazard's own
     guard removed the backend (its message is in TE's log); when another of TE's filters did,
-    or the release cannot tell the control apart (`case.needs`), the test is skipped, saying so.
+    the test is skipped, saying which.
     """
     __tracebackhide__ = True
     from selector_patch.verify import FAILED, SKIPPED, judge_control
@@ -54,8 +54,6 @@ def assert_case(result: BackendChoice, case: HazardCase) -> None:
     if case.kind == WITNESS:
         assert_not_selected(result, hazard)
         return
-    if case.needs is not None and case.needs not in result.params_fields:
-        pytest.skip(f"{release_name(result.te_version)} has no AttentionParams.{case.needs}")
     verdict = judge_control(result.selection, hazard)
     if verdict == FAILED:
         expected = f"{hazard.backend} selected, but the hazard's own guard removed it"

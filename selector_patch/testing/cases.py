@@ -11,6 +11,7 @@ registry's, or ones declared in the `[tool.te-attn-guards]` table of the nearest
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -24,6 +25,12 @@ from selector_patch.testing.inputs import keyword_inputs
 
 WITNESS, CONTROL = "witness", "control"
 HEAD_DIMS = ("head_dim_qk", "head_dim_v")
+#: How an id says a boolean input, true and false.
+BOOL_WORDS = {
+    "training": ("training", "eval"),
+    "backward": ("backward", "forward_only"),
+    "deterministic": ("deterministic", "nondeterministic"),
+}
 
 
 def find_hazard(hazard: str | Hazard) -> Hazard:
@@ -61,7 +68,8 @@ def _word(name: str, scenario: Scenario, hazard: Hazard) -> str:
             return f"{hazard.backend.lower()}_only"
         return "-".join(f"{key}={env[key]}" for key in sorted(env)) or "default_env"
     if isinstance(value, bool):
-        return name if value else f"no_{name}"
+        true, false = BOOL_WORDS.get(name, (name, f"no_{name}"))
+        return true if value else false
     return f"{name}_{value}"
 
 
@@ -89,7 +97,7 @@ class CaseLabels:
         changed = set(control.changes) if control is not None else set()
         if changed & set(HEAD_DIMS):
             changed.add("head_dims")
-        words = [control.name.replace(" ", "_")] if control is not None else []
+        words = [re.sub(r"[^\w.]+", "_", control.name)] if control is not None else []
         words += [
             _word(name, scenario, self.hazard) for name in self.varying if name not in changed
         ]
@@ -119,11 +127,6 @@ class HazardCase:
     def inputs(self) -> dict[str, Any]:
         """The request as keywords for `te_selector.select(**case.inputs)`."""
         return keyword_inputs(self.scenario, hazard_inputs(self.hazard))
-
-    @property
-    def needs(self) -> str | None:
-        """An `AttentionParams` field the release must have for this case to mean anything."""
-        return self.control.needs if self.control is not None else None
 
 
 def cases(

@@ -2,9 +2,9 @@
 
 `SelectorUnderTest` wraps the harness's `LoadedSelector` (kept as `.loaded` for tests of the
 harness itself) with `select(**inputs)`, the vocabulary of `inputs.request_of`. A request the
-release cannot express (forward-only on a release without `requires_backward`, MLA head dims on
-TE 1.9) skips the test with TE's reason, the way `pytest.importorskip` skips what the machine
-lacks; an input that names nothing is a `TypeError`. `BackendChoice` is the answer: backend,
+release cannot express (MLA head dims on TE 1.9, split-KV on a release without `num_splits`)
+skips the test, saying why, the way `pytest.importorskip` skips what the machine lacks; an input
+that names nothing is a `TypeError`. `BackendChoice` is the answer: backend,
 role, version, the backends TE reported available, TE's own log lines, and the request.
 
 Importing this module imports neither torch nor TE; loading a selector does.
@@ -39,8 +39,6 @@ class BackendChoice:
     request: Scenario
     params: Mapping[str, Any]
     te_version: str | None
-    #: The release's `AttentionParams` fields (what it can tell apart).
-    params_fields: tuple[str, ...]
 
     @property
     def backend(self) -> str:
@@ -132,7 +130,7 @@ class SelectorUnderTest:
             selection = self.loaded.select(scenario, params)
         except Unrepresentable as error:
             pytest.skip(f"{release_name(self.te_version)} cannot express this request: {error}")
-        return BackendChoice(selection, scenario, params, self.te_version, self.params_fields)
+        return BackendChoice(selection, scenario, params, self.te_version)
 
     def __repr__(self) -> str:
         return f"<SelectorUnderTest {release_name(self.te_version)} {self.loaded.path}>"
