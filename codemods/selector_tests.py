@@ -206,9 +206,17 @@ def emit(
     `patched`) into `directory`; an existing file with other content needs `force`."""
     path = directory / FILENAME
     try:
+        import selector_patch.harness  # noqa: F401
+    except ImportError as error:
+        raise FileError(
+            f"{path}: choosing the cases runs the selector, which needs te-attn-guards[harness]"
+            f" ({error})"
+        ) from None
+    try:
         chosen = chosen_cases(source, original, patched, hazards)
-    except ImportError as error:  # the harness extra is not installed
-        raise FileError(f"{path}: cannot run the selector to choose cases: {error}") from None
+    except Exception as error:  # the selector's own code, or a file the harness cannot load
+        cause = f"{type(error).__name__}: {error}"
+        raise FileError(f"{path}: cannot run the selector to choose the cases: {cause}") from None
     data = render(source, directory, chosen).encode("utf-8")
     if path.is_file() and path.read_bytes() == data:
         return path

@@ -149,6 +149,19 @@ def test_emit_tests_for_a_release_is_refused(tmp_path, capsys):
     assert not (tmp_path / FILENAME).exists()
 
 
+def test_a_selector_the_harness_cannot_run_is_one_line_and_nothing_is_written(tmp_path, capsys):
+    """The synthetic pair's selector returns four values, not TE's five or six."""
+    selector = tmp_path / "utils.py"
+    shutil.copyfile(REPO / "tests" / "codemod_pairs" / "te2_fa4.before.py", selector)
+    before = selector.read_bytes()
+    assert main([str(selector), "--emit-tests", str(tmp_path / "tests")]) == 2
+    assert capsys.readouterr().err == (
+        f"{tmp_path / 'tests' / FILENAME}: cannot run the selector to choose the cases:"
+        " ValueError: not enough values to unpack (expected 5, got 4)\n"
+    )
+    assert selector.read_bytes() == before and not (tmp_path / "tests").exists()
+
+
 def test_libcst_command_takes_the_same_options(emitted, release, tmp_path):
     """`add_args` offers them to `python -m libcst.tool codemod`; the module is the same."""
     parser = argparse.ArgumentParser()
