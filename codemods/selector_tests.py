@@ -206,7 +206,7 @@ def emit(
     `patched`) into `directory`; an existing file with other content needs `force`."""
     path = directory / FILENAME
     try:
-        import selector_patch.harness  # noqa: F401
+        from selector_patch.harness import LoadError
     except ImportError as error:
         raise FileError(
             f"{path}: choosing the cases runs the selector, which needs te-attn-guards[harness]"
@@ -214,9 +214,8 @@ def emit(
         ) from None
     try:
         chosen = chosen_cases(source, original, patched, hazards)
-    except Exception as error:  # the selector's own code, or a file the harness cannot load
-        cause = f"{type(error).__name__}: {error}"
-        raise FileError(f"{path}: cannot run the selector to choose the cases: {cause}") from None
+    except LoadError as error:  # one line: the selector file and what its code did
+        raise FileError(f"{path}: cannot run the selector to choose the cases: {error}") from None
     data = render(source, directory, chosen).encode("utf-8")
     if path.is_file() and path.read_bytes() == data:
         return path

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -28,6 +29,7 @@ from selector_patch.testing.cases import cases
 from selector_patch.testing.inputs import keyword_inputs, request_of
 
 TEA001, TEA002 = get_hazard("TEA001"), get_hazard("TEA002")
+REPO = Path(__file__).resolve().parent.parent
 #: `pytester` gives inner sessions a HOME of their own; they read the same release cache.
 CACHE = cache_dir()
 SEED_000 = dict(
@@ -278,6 +280,17 @@ def test_a_missing_or_bad_source_is_one_line(pytester: pytest.Pytester, args, ca
     result = pytester.runpytest(*args)
     assert _outcomes(result) == {}
     result.stdout.fnmatch_lines(["*ERROR at setup of test_it*", f"{cause}*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_selector_whose_code_fails_fails_the_test_in_one_line(pytester: pytest.Pytester):
+    """The synthetic pair's selector returns four values, which TE's caller cannot unpack."""
+    selector = pytester.path / "utils.py"
+    selector.write_text((REPO / "tests" / "codemod_pairs" / "te2_fa4.before.py").read_text())
+    pytester.makepyfile(test_it="def test_it(te_selector):\n    te_selector.select()\n")
+    result = pytester.runpytest("--te-selector", str(selector))
+    assert _outcomes(result) == {"failed": 1}
+    result.stdout.fnmatch_lines([f"{selector}: get_attention_backend returned 4 items*"])
     assert "Traceback" not in result.stdout.str()
 
 

@@ -4,7 +4,8 @@
 harness itself) with `select(**inputs)`, the vocabulary of `inputs.request_of`. A request the
 release cannot express (MLA head dims on TE 1.9, split-KV on a release without `num_splits`)
 skips the test, saying why, the way `pytest.importorskip` skips what the machine lacks; an input
-that names nothing is a `TypeError`. `BackendChoice` is the answer: backend,
+that names nothing is a `TypeError`; a selector whose own code raises fails the test with the
+harness's one line (file, line, cause). `BackendChoice` is the answer: backend,
 role, version, the backends TE reported available, TE's own log lines, and the request.
 
 Importing this module imports neither torch nor TE; loading a selector does.
@@ -57,10 +58,15 @@ class BackendChoice:
 
     @property
     def available(self) -> tuple[str, ...]:
-        """The backends TE reported available, by TE's names, in TE's order."""
+        """The backends TE reported available, by TE's names, in TE's order (a fork's own by
+        their place in its `available_backends`)."""
+        from selector_patch.harness.returns import FLASH, FUSED, UNFUSED
         from selector_patch.harness.selection import BACKENDS
 
-        return tuple(name for name, on in zip(BACKENDS, self.selection.available) if on)
+        flags = self.selection.available
+        names = [BACKENDS[flag][0] for flag in (FLASH, FUSED, UNFUSED)]
+        names += [f"available_backends[{index}]" for index in range(len(names), len(flags))]
+        return tuple(name for name, on in zip(names, flags) if on)
 
     @property
     def log(self) -> tuple[str, ...]:
@@ -118,7 +124,7 @@ class SelectorUnderTest:
         For example `te_selector.select(compute_capability=(12, 0), NVTE_FUSED_ATTN="0")`.
         """
         __tracebackhide__ = True  # a skip or an error is reported at the test's line
-        from selector_patch.harness import Unrepresentable
+        from selector_patch.harness import LoadError, Unrepresentable
 
         scenario, params = request_of(
             inputs,
@@ -130,7 +136,11 @@ class SelectorUnderTest:
             selection = self.loaded.select(scenario, params)
         except Unrepresentable as error:
             pytest.skip(f"{release_name(self.te_version)} cannot express this request: {error}")
-        return BackendChoice(selection, scenario, params, self.te_version)
+        except LoadError as error:  # the selector's own code raised: its file, line and cause
+            cause = str(error)
+        else:
+            return BackendChoice(selection, scenario, params, self.te_version)
+        pytest.fail(cause, pytrace=False)
 
     def __repr__(self) -> str:
         return f"<SelectorUnderTest {release_name(self.te_version)} {self.loaded.path}>"
