@@ -41,6 +41,7 @@ def build_wheel(directory: Path) -> Path:
             )
         else:
             shutil.copyfile(REPO / name, source / name)
+    # No isolated build environment (nothing fetched): torch already requires setuptools>=77.
     pip = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
     subprocess.run([*pip, "-w", str(directory), str(source)], check=True, capture_output=True)
     (wheel,) = directory.glob("te_attn_guards-*.whl")
