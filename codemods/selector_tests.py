@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from codemods.files import FileError, replace_atomically
+from codemods.plan import Plan
 from selector_patch.registry import Hazard
 from selector_patch.scenario import Scenario
 from selector_patch.sources import SelectorSource
@@ -198,13 +199,15 @@ def emit(
     source: SelectorSource,
     original: str,
     patched: str,
-    hazards: Sequence[Hazard],
+    plan: Plan,
     *,
     force: bool = False,
 ) -> Path:
-    """Write the test module for `hazards`' guards (inserted into `original`, giving
+    """Write the test module for the hazard guards `plan` inserted into `original` (giving
     `patched`) into `directory`; an existing file with other content needs `force`."""
     path = directory / FILENAME
+    guarded = {i.hazard.id: i.hazard for i in plan.insertions if i.hazard is not None}
+    hazards = [guarded[hazard_id] for hazard_id in plan.statuses if hazard_id in guarded]
     try:
         from selector_patch.harness import LoadError
     except ImportError as error:
