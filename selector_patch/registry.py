@@ -108,8 +108,9 @@ class Hazard:
     controls: tuple[Control, ...] = field(default=())
     #: TE releases in which the backend path exists at all (informational).
     te_releases: str = ""
-    #: Further affected kernel versions for witnesses, for TE releases that refuse
-    #: `kernel_version` at import (TE 2.1 accepts flash-attn up to 2.7.4.post1 only).
+    #: Further affected kernel versions the witnesses also run with: for TE releases that
+    #: refuse `kernel_version` at import (TE 2.1 accepts flash-attn up to 2.7.4.post1 only), or
+    #: releases whose code differs (flash-attn-4's newest beta beside the seed's).
     older_kernel_versions: tuple[str, ...] = ()
 
     @property

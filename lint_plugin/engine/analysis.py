@@ -4,13 +4,14 @@ For each witness of a hazard (`Hazard.witnesses()`), the selector is interpreted
 hazard's own inputs bound: the compute capability the hardware query answers, the inputs the
 witness pins (determinism, training, dropout, head dims, ...), whether a backward will run (the
 `requires_backward` field, or autograd's own answer), the backend's "package is installed" flag,
-its version where a release fixed the defect, and the module's constants. Everything else -
-`NVTE_*` variables, cuDNN's answer, every other field of `AttentionParams` - stays unknown. The hazard is GUARDED iff no reachable return of any witness
-can make TE run the backend, so a guarded verdict holds whatever the rest of the environment
-is; otherwise it is REACHABLE and the first witness that reaches it is reported. What a return
-selects: TE 1.9 - 2.1 return the backend's flag, which must be definitely off; TE 2.2+ return
-`use_flash_attention` and the flash version TE dispatches on, which must not name the backend
-(`dispatch`). A selector without the backend makes the hazard NOT APPLICABLE.
+its release where the selector compares the installed version, and the module's constants.
+Everything else - `NVTE_*` variables, cuDNN's answer, every other field of `AttentionParams` -
+stays unknown. The hazard is GUARDED iff no reachable return of any witness can make TE run the
+backend, so a guarded verdict holds whatever the rest of the environment is; otherwise it is
+REACHABLE and the first witness that reaches it is reported. What a return selects: TE 1.9 - 2.1
+return the backend's flag, which must be definitely off; TE 2.2+ return `use_flash_attention` and
+the flash version TE dispatches on, which must not name the backend (`dispatch`). A selector
+without the backend makes the hazard NOT APPLICABLE.
 
 A reachable verdict points where a reviewer would look: at the architecture test of a filter
 that handles exactly the hazard's inputs but let the witness's architecture through (TE 2.x's

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from lint_plugin.engine.analysis import Selector
 from lint_plugin.engine.dialect import COMPUTE_CAPABILITY_QUERY, Dialect
@@ -135,11 +136,11 @@ def backward_signal(prepared: Selector) -> BackwardSignal | str:
         return "`AttentionParams` declares no fields to place `requires_backward` beside"
     local = Anchor(reads[0], "after") if reads else _first_statement(function)
     imports = _dataclasses_imports(dialect.module)
-    if "field" in imports:
-        return BackwardSignal(local, fields[-1], imports["field"])
-    if "" in imports:
-        return BackwardSignal(local, fields[-1], f"{imports['']}.field")
-    after = imports.get("*") or _last_import(dialect.module, params_class)
+    if imports.field is not None:
+        return BackwardSignal(local, fields[-1], imports.field)
+    if imports.module is not None:
+        return BackwardSignal(local, fields[-1], f"{imports.module}.field")
+    after = imports.statement or _last_import(dialect.module, params_class)
     if after is None:
         return "the module imports nothing before `AttentionParams` to place an import beside"
     return BackwardSignal(local, fields[-1], import_after=after)
@@ -154,21 +155,30 @@ def _first_statement(function: ast.FunctionDef) -> Anchor:
     return Anchor((statements or rest)[0], "before")
 
 
-def _dataclasses_imports(module: ast.Module) -> dict[str, object]:
-    """How the module names `dataclasses` ("") and its `field`, and the `from dataclasses
-    import ...` statement ("*"), from its top-level imports."""
-    found: dict[str, object] = {}
+class _DataclassesImports(NamedTuple):
+    """How a module's top-level imports name `dataclasses` and its `field`."""
+
+    #: `import dataclasses [as x]`
+    module: str | None
+    #: `from dataclasses import field [as x]`
+    field: str | None
+    #: The first `from dataclasses import ...`, beside which a new import goes.
+    statement: ast.stmt | None
+
+
+def _dataclasses_imports(module: ast.Module) -> _DataclassesImports:
+    name = field = statement = None
     for node in module.body:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == "dataclasses":
-                    found[""] = alias.asname or alias.name
+                    name = alias.asname or alias.name
         elif isinstance(node, ast.ImportFrom) and node.module == "dataclasses" and not node.level:
-            found.setdefault("*", node)
+            statement = statement or node
             for alias in node.names:
                 if alias.name == "field":
-                    found["field"] = alias.asname or alias.name
-    return found
+                    field = alias.asname or alias.name
+    return _DataclassesImports(name, field, statement)
 
 
 def _last_import(module: ast.Module, before: ast.stmt) -> ast.stmt | None:
