@@ -756,9 +756,10 @@ def respell(module: ast.Module, function_name: str, rewrites: list[Mutation]) ->
             return None
         index = rewrite.site % len(sites)
         sites[index].apply()
+        # Nodes a rewrite creates take their parent's line, so a later rewrite can name them.
+        ast.fix_missing_locations(function)
         applied.append(Mutation(rewrite.operator, index))
         descriptions.append(sites[index].description)
-    ast.fix_missing_locations(function)
     for statement in prelude:
         ast.fix_missing_locations(statement)
     body = [*module.body[:position], *prelude, function, *module.body[position + 1 :]]

@@ -23,7 +23,7 @@ import functools
 
 import pytest
 from fuzz_bases import base
-from hypothesis import given, reject, settings
+from hypothesis import example, given, reject, settings
 from hypothesis import strategies as st
 from mutants import SPELLINGS, Mutation, respell
 
@@ -61,6 +61,10 @@ rewrites = st.lists(
 
 @settings(max_examples=max(40, settings().max_examples))
 @given(name=st.sampled_from(BASES), rewrites=rewrites)
+# A rewrite whose site is a node an earlier rewrite made (the loop's `if`, then De Morgan on it).
+@example(
+    "2.20.2+codemod", [Mutation("set_display", 15476), Mutation("continue", 0), Mutation("not", 0)]
+)
 def test_respelt_guards_keep_every_verdict(name, rewrites) -> None:
     source, module = base(name)
     respelt = respell(module, SELECTOR, rewrites)
