@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
-import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -91,6 +89,8 @@ class Outcome:
 
     def diff(self) -> str:
         """A unified diff; inside a TE tree, `git apply`-able from the tree's root."""
+        import difflib  # with heapq, more than --check's whole import; only diffs need it
+
         source = self.source
         if source.root is not None:
             relative = source.path.relative_to(source.root).as_posix()
@@ -267,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sys.stdout.write(outcome.diff())
             statuses = ", ".join(f"{h} {s}" for h, s in outcome.statuses.items())
             print(f"{source.path}: {statuses}", file=sys.stderr)
+    if args.format != "text":
+        import json
     if args.format == "json":
         json.dump([outcome.report() for outcome, _ in outcomes], sys.stdout, indent=2)
     elif args.format == "sarif":

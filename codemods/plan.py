@@ -15,15 +15,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from codemods.render import (
-    RenderError,
-    backward_field_source,
-    backward_query_source,
-    backward_read_source,
-    render_guard,
-)
 from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazards, selector
-from lint_plugin.engine.anchors import BackwardSignal, backward_signal, find_anchor
 from lint_plugin.engine.delegation import delegates
 from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS, find_selectors
 from selector_patch.registry import Hazard
@@ -142,7 +134,14 @@ def _covered(hazard: Hazard, planned: Sequence[Hazard]) -> bool:
     )
 
 
+# Where a guard goes and its text are needed only for a guard to insert: `--check` on a guarded
+# selector, the pre-commit hook's usual case, imports neither.
+
+
 def _insertion(hazard: Hazard, prepared: Selector) -> Insertion:
+    from codemods.render import RenderError, render_guard
+    from lint_plugin.engine.anchors import find_anchor
+
     dialect = prepared.dialect
     if "logger" not in dialect.bound:
         raise PlanError(f"cannot insert {hazard.id}: the selector binds no `logger`")
@@ -162,6 +161,9 @@ def _insertion(hazard: Hazard, prepared: Selector) -> Insertion:
 
 def _backward_signal(prepared: Selector, asking: list[str], plan: Plan) -> list[Insertion]:
     """The statements that let the selector tell a backward from a forward."""
+    from codemods.render import backward_field_source, backward_query_source, backward_read_source
+    from lint_plugin.engine.anchors import BackwardSignal, backward_signal
+
     places = backward_signal(prepared)
     target = prepared.function
     if not isinstance(places, BackwardSignal):

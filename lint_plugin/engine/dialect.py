@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -29,7 +28,6 @@ from packaging.version import Version, parse
 from lint_plugin.engine.absint import Value, const
 from lint_plugin.engine.program import (
     descendants,
-    dotted_name,
     function_index,
     selector_inputs,
     selector_parameter,
@@ -122,18 +120,7 @@ class Dialect:
     def compares_version(self, role: str) -> bool:
         """Whether the selector compares the role's installed version (`fa4_version < ...`)."""
         version = self.version(role)
-        return version is not None and version in self._compared
-
-    @cached_property
-    def _compared(self) -> frozenset[str]:
-        """Dotted names the selector function compares with something."""
-        return frozenset(
-            dotted
-            for node in ast.walk(self.function)
-            if isinstance(node, ast.Compare)
-            for side in (node.left, *node.comparators)
-            if (dotted := dotted_name(side)) is not None
-        )
+        return version is not None and version in function_index(self.function).compared
 
     def roles(self) -> dict[str, str]:
         """Every role this selector has, mapped to its flag name."""
@@ -193,7 +180,12 @@ class Dialect:
         if condition.op == "==" and condition.value is False:
             return f"not {expression}"
         value = condition.value
-        literal = json.dumps(value) if isinstance(value, str) else repr(value)  # black's quotes
+        if isinstance(value, str):
+            import json  # only a guard's text needs it
+
+            literal = json.dumps(value)  # black's double quotes
+        else:
+            literal = repr(value)
         return f"{expression} {condition.op} {literal}"
 
     @property

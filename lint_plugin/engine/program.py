@@ -12,12 +12,17 @@ from __future__ import annotations
 import ast
 import functools
 import operator
-from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from lint_plugin.engine.absint import EMPTY
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+#: Statements that hold statement lists (`blocks`).
+COMPOUND = (
+    *DEFINITIONS,
+    *(ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match),
+    *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
+)
 #: Sort key that puts nodes in source order.
 POSITION = operator.attrgetter("lineno", "col_offset")
 
@@ -43,8 +48,7 @@ def selector_parameter(function: ast.FunctionDef) -> ast.arg | None:
     return named[0] if len(named) == 1 else None
 
 
-@dataclass(frozen=True)
-class FunctionIndex:
+class FunctionIndex(NamedTuple):
     """What one pass over a selector function finds; shared by `Program` and `Dialect`."""
 
     #: Every name bound anywhere in the function (helpers included).
@@ -57,6 +61,8 @@ class FunctionIndex:
     definitions: tuple[ast.FunctionDef, ...]
     #: Assignments whose targets include a plain name, in source order.
     assignments: tuple[ast.Assign, ...]
+    #: Names and dotted names compared with something (`fa4_version < PkgVersion(...)`).
+    compared: frozenset[str]
 
 
 def descendants(node: ast.AST) -> Iterator[ast.AST]:
@@ -85,6 +91,7 @@ def function_index(function: ast.FunctionDef) -> FunctionIndex:
     argument = selector_parameter(function)
     parameter = argument.arg if argument else None
     stores, text, fields, definitions, assignments = set(), set(), set(), [], []
+    compared: set[str] = set()
     for node in descendants(function):
         kind = type(node)
         if kind is ast.Name:
@@ -102,17 +109,21 @@ def function_index(function: ast.FunctionDef) -> FunctionIndex:
                 assignments.append(node)
         elif kind is ast.FunctionDef and node is not function:
             definitions.append(node)
+        elif kind is ast.Compare:
+            for side in (node.left, *node.comparators):
+                if (dotted := dotted_name(side)) is not None:
+                    compared.add(dotted)
     return FunctionIndex(
         frozenset(stores),
         frozenset(text),
         frozenset(fields),
         tuple(sorted(definitions, key=POSITION)),
         tuple(sorted(assignments, key=POSITION)),
+        frozenset(compared),
     )
 
 
-@dataclass(frozen=True)
-class NodeInfo:
+class NodeInfo(NamedTuple):
     """What one walk over a statement or expression finds (nested scopes included)."""
 
     #: Names and dotted attribute names loaded.
@@ -172,6 +183,8 @@ def is_falsy_constant(node: ast.AST | None) -> bool:
 
 def blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
     """The statement lists nested in a compound statement (handlers and cases included)."""
+    if not isinstance(stmt, COMPOUND):
+        return []  # most statements: asked for on every walk, answered without looking
     found = [
         getattr(stmt, name)
         for name in ("body", "orelse", "finalbody")
@@ -225,8 +238,7 @@ def heads(stmt: ast.stmt) -> list[ast.AST]:
     return found
 
 
-@dataclass(frozen=True)
-class Helper:
+class Helper(NamedTuple):
     """A function defined inside the selector: inlined at each call site."""
 
     node: ast.FunctionDef
