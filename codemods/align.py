@@ -20,10 +20,13 @@ class AlignmentError(Exception):
     """The two trees disagree, which means they were not parsed from the same code."""
 
 
-def statement_nodes(cst_module: cst.Module, ast_module: ast.Module) -> dict[int, cst.CSTNode]:
-    """`id(ast statement)` -> the libcst statement (line) that holds it."""
+def statement_nodes(
+    cst_module: cst.Module, statements: Sequence[ast.stmt]
+) -> dict[int, cst.CSTNode]:
+    """`id(ast statement)` -> the libcst statement (line) that holds it, for the top-level
+    `statements` libcst's module spells and every statement nested in them."""
     pairs: dict[int, cst.CSTNode] = {}
-    _pair_body(cst_module.body, ast_module.body, pairs)
+    _pair_body(cst_module.body, statements, pairs)
     return pairs
 
 

@@ -116,15 +116,9 @@ def _transform(code: str, config: Config) -> tuple[str, Plan]:
         return code, plan
     # libcst loads only for a selector that gets a guard: `--check` and a second run never pay
     # for it (nor, ever, for libcst's codemod framework: `codemods.command` is libcst's runner's).
-    import libcst as cst
+    from codemods.insert import insert_into_text
 
-    from codemods.insert import insert_guards
-
-    try:
-        module = cst.parse_module(code)
-    except cst.ParserSyntaxError as error:
-        raise PlanError(f"syntax error at line {error.raw_line}: {error.message}") from None
-    return insert_guards(module, plan, config.selector_functions)[1], plan
+    return insert_into_text(code, plan, config.selector_functions), plan
 
 
 def transform(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazards, selector
 from lint_plugin.engine.delegation import delegates
@@ -29,8 +29,7 @@ class PlanError(Exception):
     """The selector cannot be patched safely; the message is the cause, in one line."""
 
 
-@dataclass(frozen=True)
-class Insertion:
+class Insertion(NamedTuple):
     #: The hazard whose guard this is; None for a statement of the backward signal.
     hazard: Hazard | None
     #: The function whose filters it joins (a dispatcher's target, `delegation`).

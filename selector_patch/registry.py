@@ -16,7 +16,7 @@ import functools
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, NamedTuple
 
 from packaging.version import Version
 
@@ -80,8 +80,7 @@ class Evidence:
         return min(bounds, key=Version) if bounds else None
 
 
-@dataclass(frozen=True)
-class Control:
+class Control(NamedTuple):
     """A named neighbour of the hazard: `changes` applied to a witness leave it outside."""
 
     name: str

@@ -9,11 +9,10 @@ codemod renders guards with those names. Candidates are listed newest dialect fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Role:
+class Role(NamedTuple):
     name: str
     #: How TE's log lines call the backend ("Disabling FlashAttention 4 ...").
     display: str

@@ -14,9 +14,8 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Mapping, NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -51,8 +50,7 @@ class SourceError(Exception):
         super().__init__(f"{where}: {cause}")
 
 
-@dataclass(frozen=True)
-class SelectorSource:
+class SelectorSource(NamedTuple):
     """A resolved selector file and what is known around it."""
 
     #: The file that defines `get_attention_backend`.

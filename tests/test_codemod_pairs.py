@@ -89,3 +89,53 @@ def test_a_hazard_declared_twice_gets_one_guard() -> None:
     patched, statuses = transform(before, [*HAZARDS, twin])
     assert patched == (PAIRS / "te2_fa4.after.py").read_text()
     assert statuses["TEA011"] == "already-guarded"
+
+
+def _whole_tree(before: str) -> str:
+    """What libcst's runner writes: the codemod on libcst's tree of the whole module."""
+    command = InsertSelectorGuards(CodemodContext())
+    return command.transform_module(cst.parse_module(before)).code
+
+
+#: Edits of `te2_fa4.before.py` at the edges of what `python -m codemods.apply` hands libcst:
+#: only the top-level statements that receive a statement, as whole lines.
+RUN_EDGES = {
+    "an import sharing its line": (
+        "from dataclasses import dataclass, fields\n",
+        "from dataclasses import dataclass, fields; import sys\n",
+    ),
+    "an import continued by a backslash": (
+        "from dataclasses import dataclass, fields\n",
+        "from dataclasses import dataclass, \\\n    fields\n",
+    ),
+    "a decorated selector": (
+        "def get_attention_backend(",
+        "@staticmethod\ndef get_attention_backend(",
+    ),
+    "comments around the class": (
+        "@dataclass(eq=True)\n",
+        "# the params\n@dataclass(eq=True)  # hashable\n# (TE's cache key)\n",
+    ),
+    "no newline at the end": ("use_unfused_attention\n", "use_unfused_attention"),
+}
+
+
+@pytest.mark.parametrize("edge", sorted(RUN_EDGES))
+def test_text_runs_match_the_whole_tree(edge: str) -> None:
+    """`transform` (libcst parses the touched runs of lines) writes what the codemod writes on
+    libcst's tree of the whole module, byte for byte."""
+    old, new = RUN_EDGES[edge]
+    before = (PAIRS / "te2_fa4.before.py").read_text()
+    assert before.count(old) == 1
+    before = before.replace(old, new)
+    patched, _ = transform(before, HAZARDS)
+    assert patched != before
+    assert patched == _whole_tree(before)
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.name.removesuffix(".after.py") for p in PAIRS.glob("*.after.py"))
+)
+def test_text_runs_write_every_pair(name: str) -> None:
+    before = (PAIRS / f"{name}.before.py").read_text()
+    assert transform(before, HAZARDS)[0] == (PAIRS / f"{name}.after.py").read_text()

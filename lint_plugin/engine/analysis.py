@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import functools
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from lint_plugin.engine.absint import TRUE, State, Value, join, one_of, unknown, with_truth
 from lint_plugin.engine.delegation import delegates
@@ -57,8 +57,7 @@ NOTHING = Facts()
 COMPUTE_CAPABILITY = "compute_capability"
 
 
-@dataclass(frozen=True)
-class HazardVerdict:
+class HazardVerdict(NamedTuple):
     hazard_id: str
     function: str
     applicable: bool

@@ -28,7 +28,7 @@ import ast
 import dataclasses
 import itertools
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 from packaging.version import Version
 
@@ -94,8 +94,7 @@ class FlashVersion:
         return frozenset((self.role if self.installed else FLASH_FALLBACK,))
 
 
-@dataclass(frozen=True)
-class ReturnShape:
+class ReturnShape(NamedTuple):
     """How every return of a selector names its flash selection."""
 
     #: The returned "use FlashAttention" variable and the returned flash version variable.
