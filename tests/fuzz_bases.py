@@ -8,6 +8,7 @@ so that registry guards exist to be broken (`test_fuzz_differential`) or respelt
 from __future__ import annotations
 
 import ast
+import collections
 import functools
 
 from codemods.apply import transform
@@ -23,3 +24,12 @@ def base(name: str) -> tuple[SelectorSource, ast.Module]:
     if patched:
         text = transform(text, HAZARDS)[0]
     return source, ast.parse(text)
+
+
+def write_tally(request, label: str, tally: collections.Counter[str]) -> None:
+    """Print a fuzzer's counts past pytest's capture, so a run shows what it exercised."""
+    if tally:
+        plugins = request.config.pluginmanager
+        counts = ", ".join(f"{key}: {value}" for key, value in sorted(tally.items()))
+        with plugins.get_plugin("capturemanager").global_and_fixture_disabled():
+            plugins.get_plugin("terminalreporter").write_line(f"\n{label}: {counts}")

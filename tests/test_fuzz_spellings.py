@@ -22,7 +22,7 @@ import collections
 import functools
 
 import pytest
-from fuzz_bases import base
+from fuzz_bases import base, write_tally
 from hypothesis import example, given, reject, settings
 from hypothesis import strategies as st
 from mutants import SPELLINGS, Mutation, respell
@@ -91,8 +91,4 @@ def test_every_spelling_applies_to_a_codemod_guard() -> None:
 @pytest.fixture(scope="module", autouse=True)
 def report_tally(request):
     yield
-    if TALLY:
-        plugins = request.config.pluginmanager
-        counts = ", ".join(f"{key}: {value}" for key, value in sorted(TALLY.items()))
-        with plugins.get_plugin("capturemanager").global_and_fixture_disabled():
-            plugins.get_plugin("terminalreporter").write_line(f"\nrespelt guards: {counts}")
+    write_tally(request, "respelt guards", TALLY)

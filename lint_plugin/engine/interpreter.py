@@ -665,6 +665,15 @@ class Interpreter:
 
     def _set(self, node: ast.Set, state: State) -> Value:
         """A set display of known, hashable items is known (as a frozenset: same membership)."""
+        values, deps = self._display(node, state)
+        if values is not None:
+            with contextlib.suppress(TypeError):
+                return const(frozenset(values), deps)
+        return self._unmodelled(node, state)
+
+    def _display(self, node: ast.Set | ast.Tuple | ast.List, state: State):
+        """The items' values of a display (None unless all are known and none is starred),
+        and what they depend on."""
         items = [self.eval(element, state) for element in node.elts]
         deps = EMPTY
         for item in items:
@@ -672,9 +681,8 @@ class Interpreter:
         if all(item.known for item in items) and not any(
             isinstance(e, ast.Starred) for e in node.elts
         ):
-            with contextlib.suppress(TypeError):
-                return const(frozenset(item.const for item in items), deps)
-        return self._unmodelled(node, state)
+            return [item.const for item in items], deps
+        return None, deps
 
     def _comprehension(self, node: ast.GeneratorExp | ast.ListComp | ast.SetComp, state: State):
         """A comprehension over known, short sequences, evaluated item by item in a scope of its
@@ -714,14 +722,8 @@ class Interpreter:
             return unknown(deps)
 
     def _sequence(self, node: ast.Tuple | ast.List, state: State) -> Value:
-        items = [self.eval(element, state) for element in node.elts]
-        deps = EMPTY
-        for item in items:
-            deps = deps | item.deps
-        if all(item.known for item in items) and not any(
-            isinstance(e, ast.Starred) for e in node.elts
-        ):
-            values = [item.const for item in items]
+        values, deps = self._display(node, state)
+        if values is not None:
             return const(tuple(values) if isinstance(node, ast.Tuple) else values, deps)
         nonempty = any(not isinstance(element, ast.Starred) for element in node.elts)
         return unknown(deps, truth=True if nonempty else None)
