@@ -9,8 +9,8 @@ loads only for libcst's own runner (`codemods.command`).
 
 `python -m codemods.apply` hands over text, and libcst parses only the top-level statements
 that receive a statement (`insert_into_text`): on TE 2.20.2 the selector function, the
-`AttentionParams` class and one import line, 45% of `utils.py`, where parsing all of it cost
-more than the rest of a run. libcst's runner (`codemods.command`) hands over the whole tree.
+`AttentionParams` class and one import line, 45% of `utils.py`, whose whole parse was the
+largest single cost of a run. libcst's runner (`codemods.command`) hands over the whole tree.
 """
 
 from __future__ import annotations

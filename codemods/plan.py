@@ -133,11 +133,9 @@ def _covered(hazard: Hazard, planned: Sequence[Hazard]) -> bool:
     )
 
 
-# Where a guard goes and its text are needed only for a guard to insert: `--check` on a guarded
-# selector, the pre-commit hook's usual case, imports neither.
-
-
 def _insertion(hazard: Hazard, prepared: Selector) -> Insertion:
+    """The guard for `hazard`, placed where TE keeps such filters. Where it goes and its text
+    are imported here, for a guard to insert: `--check` on a guarded selector imports neither."""
     from codemods.render import RenderError, render_guard
     from lint_plugin.engine.anchors import find_anchor
 

@@ -20,10 +20,11 @@ import json
 import os
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from codemods.files import FileError, replace_atomically
 from codemods.plan import Plan
+from lint_plugin.engine.dialect import literal
 from selector_patch.registry import Hazard
 from selector_patch.scenario import Scenario
 from selector_patch.sources import SelectorSource
@@ -82,16 +83,6 @@ def chosen_cases(
     return chosen
 
 
-def _literal(value: Any) -> str:
-    """A Python literal as black writes it (double-quoted strings)."""
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, tuple):
-        items = [_literal(item) for item in value]
-        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
-    return repr(value)
-
-
 def _comment(text: str, indent: str = "") -> list[str]:
     return textwrap.wrap(
         text, WIDTH - len(indent), initial_indent=f"{indent}# ", subsequent_indent=f"{indent}# "
@@ -103,7 +94,7 @@ def _cases_table(name: str, selected: Sequence[HazardCase]) -> list[str]:
     for case in selected:
         lines.append(f"{INDENT}{json.dumps(case.label)}: {{")
         lines += [
-            f"{INDENT * 2}{json.dumps(key)}: {_literal(value)},"
+            f"{INDENT * 2}{json.dumps(key)}: {literal(value)},"
             for key, value in case.inputs.items()
         ]
         lines.append(f"{INDENT}}},")

@@ -298,8 +298,10 @@ def _extract_sdist(sdist: Path, tree: Path) -> None:
             archive.extractall(staging, filter="data")
     except tarfile.TarError as error:
         raise SourceError(sdist, f"not an sdist: {error}") from None
-    (top,) = staging.iterdir()
-    os.rename(top, tree)
+    entries = list(staging.iterdir())
+    if len(entries) != 1 or not entries[0].is_dir():
+        raise SourceError(sdist, "not an sdist: it does not hold one top-level directory")
+    os.rename(entries[0], tree)
 
 
 def _extract(wheel: Path, tree: Path) -> None:

@@ -181,3 +181,28 @@ def test_real_release(release):
     source = release("2.20.2")
     assert source.origin == "release" and source.te_version == "2.20.2"
     assert source.path == source.root / SELECTOR_PATHS[0]
+
+
+def _sdist(path: Path, members: dict[str, str]) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as archive:
+        for name, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_an_sdist_unpacks_as_its_one_top_level_directory(tmp_path):
+    sdist = _sdist(tmp_path / "pkg-1.0.tar.gz", {"pkg-1.0/setup.py": "", "pkg-1.0/src/a.h": "x"})
+    sources._extract_sdist(sdist, tmp_path / "tree")
+    assert (tmp_path / "tree" / "src" / "a.h").read_text() == "x"
+
+
+def test_an_archive_without_one_top_level_directory_is_a_one_line_error(tmp_path):
+    sdist = _sdist(tmp_path / "odd.tar.gz", {"a/setup.py": "", "b/setup.py": ""})
+    with pytest.raises(SourceError, match="not an sdist: it does not hold one top-level"):
+        sources._extract_sdist(sdist, tmp_path / "tree")

@@ -63,6 +63,18 @@ def find_selectors(tree: ast.Module, names=SELECTOR_FUNCTIONS) -> list[ast.Funct
     return found
 
 
+def literal(value: Any) -> str:
+    """A Python literal as black writes it: strings double-quoted, in tuples too."""
+    if isinstance(value, str):
+        import json  # only a guard's or a test's text needs it
+
+        return json.dumps(value)
+    if isinstance(value, tuple):
+        items = [literal(item) for item in value]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    return repr(value)
+
+
 @dataclass
 class Dialect:
     """The names one selector function uses; built once per function."""
@@ -179,14 +191,7 @@ class Dialect:
             return expression
         if condition.op == "==" and condition.value is False:
             return f"not {expression}"
-        value = condition.value
-        if isinstance(value, str):
-            import json  # only a guard's text needs it
-
-            literal = json.dumps(value)  # black's double quotes
-        else:
-            literal = repr(value)
-        return f"{expression} {condition.op} {literal}"
+        return f"{expression} {condition.op} {literal(condition.value)}"
 
     @property
     def head_dim_fields(self) -> tuple[str, ...]:
