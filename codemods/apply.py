@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -240,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             source = resolve(spec)
             config = load_config(source.path)
-            config = replace(config, hazards=select_hazards(config, args.hazard))
+            config = config._replace(hazards=select_hazards(config, args.hazard))
             mode = _mode(args, source)
             if args.emit_tests is not None and mode != "write":
                 raise FileError(

@@ -9,15 +9,14 @@ examples live here because they are about how selectors are written, not about k
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from selector_patch.registry import HAZARDS, Hazard
 
 FIX_COMMAND = "python -m codemods.apply"
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     code: str
     name: str
     #: One line: the start of every message with this code.
@@ -26,8 +25,8 @@ class Rule:
     why: str
     example: str
     fix: str
-    valid: tuple[str, ...] = field(default=(), repr=False)
-    invalid: tuple[str, ...] = field(default=(), repr=False)
+    valid: tuple[str, ...] = ()
+    invalid: tuple[str, ...] = ()
 
     def message(self, detail: str) -> str:
         return f"{self.code} {self.summary}: {detail}"

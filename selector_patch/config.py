@@ -16,9 +16,8 @@ way everywhere: a `ConfigError` naming the file and the key.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from selector_patch.project import (
     DEFAULT_SELECTOR_FUNCTIONS,
@@ -31,8 +30,7 @@ from selector_patch.registry import HAZARDS, Hazard
 KEYS = ("hazards", "skip", "selector-functions")
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     hazards: tuple[Hazard, ...] = HAZARDS
     selector_functions: tuple[str, ...] = DEFAULT_SELECTOR_FUNCTIONS
     #: The `pyproject.toml` the settings came from, if any.

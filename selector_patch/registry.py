@@ -75,8 +75,16 @@ class Evidence:
 
         A guard for a defect that a later release fixed must keep the backend for that release
         and newer ones, so it also tests the installed version (`Hazard.guard_fires`).
+
+        Read from `affected`'s clauses as `SpecifierSet` splits them (at commas), without
+        parsing them: a reachable finding's message asks for it, and importing
+        `packaging.specifiers` would cost the flake8 run more than the rest of the message.
         """
-        bounds = [s.version for s in _specifier(self.affected) if s.operator == "<"]
+        bounds = [
+            clause[1:].strip()
+            for clause in (part.strip() for part in self.affected.split(","))
+            if clause.startswith("<") and not clause.startswith("<=")
+        ]
         return min(bounds, key=Version) if bounds else None
 
 

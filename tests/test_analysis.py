@@ -9,6 +9,7 @@ query; everything else is unknown.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import textwrap
 from pathlib import Path
@@ -20,6 +21,7 @@ from lint_plugin.engine.absint import UNKNOWN, choice_set, const, join, one_of, 
 from lint_plugin.engine.analysis import (
     HazardVerdict,
     analyze_hazard,
+    analyze_hazards,
     analyze_source,
     compute_capability,
 )
@@ -28,7 +30,7 @@ from lint_plugin.engine.interpreter import AnalysisBudgetExceeded, Facts, Interp
 from lint_plugin.engine.program import Program
 from lint_plugin.engine.slicing import Slice
 from lint_plugin.rules import te2_example
-from selector_patch.registry import HAZARDS, get_hazard
+from selector_patch.registry import HAZARDS, Hazard, get_hazard
 from selector_patch.scenario import Scenario
 
 PRELUDE = """
@@ -603,3 +605,38 @@ def test_keyword_inputs_have_their_parameter_defaults() -> None:
     }
     assert dialect.params_class is None and dialect.head_dim_fields == ("head_dim",)
     assert not dialect.sees("training") and dialect.sees("backward")
+
+
+def moved(hazard_id: str, arch: tuple[int, int], number: int) -> Hazard:
+    """A registry hazard on another architecture, as a hazard of its own (`TEA0nn`)."""
+    return dataclasses.replace(get_hazard(hazard_id), id=f"TEA{number:03d}", architectures=(arch,))
+
+
+#: FA4 hazards on sm86, where the example's first filter switches FA4 off for any input.
+ON_SM86 = [moved("TEA001", (8, 6), 10), moved("TEA003", (8, 6), 11), moved("TEA004", (8, 6), 12)]
+#: A fork that lets FA4 back in on sm86 after every filter.
+REENABLED = """
+    if device_compute_capability == (8, 6):
+        use_flash_attention_4 = True
+"""
+
+
+@pytest.mark.parametrize("late", ["", REENABLED], ids=["arch-filtered", "re-enabled"])
+def test_an_architecture_filter_decides_every_hazard_of_its_backend_in_one_run(
+    late, monkeypatch
+) -> None:
+    """Where a filter on the architecture alone switches a backend off, one run with nothing
+    but the architecture bound judges every hazard of that backend there. The filter is only
+    the reason to try that run: a fork that switches the backend on again afterwards makes it
+    fail, and each hazard is then judged by its own witnesses."""
+    runs = []
+    run = Interpreter.run
+    monkeypatch.setattr(
+        Interpreter, "run", lambda self, *a, **k: runs.append(1) or run(self, *a, **k)
+    )
+    module = ast.parse(te2_example(late=late))
+    verdicts = analyze_hazards(module, find_selectors(module)[0], ON_SM86)
+    assert [verdict.reachable for verdict in verdicts] == [bool(late)] * len(ON_SM86)
+    assert all(verdict.applicable for verdict in verdicts)
+    if not late:
+        assert len(runs) == 1

@@ -9,7 +9,9 @@ path), TEA002 is reachable from 2.1.0 (whose FA2 head-dim > 192 allowlist admits
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
+import itertools
 import subprocess
 import sys
 
@@ -17,12 +19,19 @@ import pytest
 from packaging.version import Version
 
 from lint_plugin.engine.absint import join
-from lint_plugin.engine.analysis import analyze_hazard, selector, witness_facts
+from codemods.apply import transform
+from lint_plugin.engine.analysis import (
+    _enabled,
+    analyze_hazard,
+    analyze_hazards,
+    selector,
+    witness_facts,
+)
 from lint_plugin.engine.anchors import find_anchor
 from lint_plugin.engine.dialect import find_selectors
 from lint_plugin.engine.interpreter import Interpreter
 from lint_plugin.plugin import TeaChecker
-from selector_patch.registry import HAZARDS, get_hazard
+from selector_patch.registry import HAZARDS, Hazard
 from selector_patch.sources import CORPUS_RELEASES
 
 FIRST_FA4 = Version("2.15.0")
@@ -120,7 +129,7 @@ def test_slicing_changes_no_verdict(version, release) -> None:
         for witness in hazard.witnesses():
             facts = witness_facts(hazard, prepared.dialect, [witness])
             results = []
-            for relevant in (None, prepared.slice(frozenset((flag,)))):
+            for relevant in (None, prepared.relevant):
                 states = Interpreter(prepared.program, facts, relevant=relevant).run()
                 results.append(functools.reduce(join, [s.vars[flag] for s in states]).truth)
             assert results[0] == results[1], (hazard.id, witness)
@@ -149,3 +158,50 @@ def test_anchors(version, release) -> None:
         assert ast.unparse(num_splits.statement.test) == (
             "use_flash_attention_4 and device_compute_capability < (10, 0)"
         )
+
+
+def moved_registry() -> list[Hazard]:
+    """The registry, then each of its hazards moved to sm80, sm86, sm89, sm90 and sm100 as a
+    hazard of its own: architectures where TE filters a backend out, and ones where it keeps it.
+    """
+    archs = ((8, 0), (8, 6), (8, 9), (9, 0), (10, 0))
+    moved = [
+        dataclasses.replace(hazard, id=f"TEA{10 + index:03d}", architectures=(arch,))
+        for index, (arch, hazard) in enumerate(itertools.product(archs, HAZARDS))
+    ]
+    return [*HAZARDS, *moved]
+
+
+def one_by_one(module: ast.Module, function: ast.FunctionDef, hazard: Hazard):
+    """The verdict by its definition, without a strategy: every witness run alone, in order;
+    the first that reaches the backend is the one reported (delegates are not needed here).
+    """
+    prepared = selector(module, function)
+    flag = prepared.dialect.flag(hazard.backend)
+    if flag is None:
+        return False, None
+    for witness in prepared.witnesses(hazard):
+        facts = witness_facts(hazard, prepared.dialect, [witness])
+        if _enabled(prepared, hazard.backend, flag, facts):
+            return True, witness
+    return False, None
+
+
+@pytest.mark.parametrize("patch", [False, True], ids=["unpatched", "codemod"])
+@pytest.mark.parametrize("version", ["1.12.0", "2.3.0", "2.17.1", "2.20.2"])
+def test_the_strategy_changes_no_verdict(version, patch, release) -> None:
+    """However `analyze_hazards` orders and shares its runs (joint runs across hazards, blocks
+    of architectures, what it learns from earlier hazards), each verdict and the witness it
+    reports are those of running every witness alone, in order: on real selectors, with the
+    registry and 20 hazards of its own shapes moved to other architectures beside it."""
+    text = release(version).path.read_text()
+    if patch:
+        text = transform(text, HAZARDS)[0]
+    module = ast.parse(text)
+    (function,) = find_selectors(module)
+    hazards = moved_registry()
+    for expect_guarded in (False, True):
+        verdicts = analyze_hazards(module, function, hazards, expect_guarded=expect_guarded)
+        for hazard, verdict in zip(hazards, verdicts):
+            expected = one_by_one(module, function, hazard)
+            assert (verdict.reachable, verdict.witness) == expected, (hazard.id, expect_guarded)

@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 from lint_plugin.engine.absint import const, join
-from lint_plugin.engine.coverage import plain_call_facts
+from lint_plugin.engine.analysis import plain_call_facts
 from lint_plugin.engine.dialect import Dialect, find_selectors
 from lint_plugin.engine.interpreter import Facts, Interpreter
 from lint_plugin.engine.program import Program

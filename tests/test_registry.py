@@ -6,6 +6,8 @@ Controls are the VALID ones: nearby inputs the backend must keep, so it must not
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from packaging.specifiers import SpecifierSet
@@ -73,6 +75,17 @@ def test_a_guard_keeps_the_backend_from_the_release_that_fixed_the_defect(hazard
 def test_fixed_in_is_the_upper_bound_of_the_affected_releases():
     assert get_hazard("TEA004").evidence.fixed_in == "4.0.0b36"
     assert [h.id for h in HAZARDS if h.evidence.fixed_in is None] == ["TEA001", "TEA002", "TEA003"]
+
+
+@pytest.mark.parametrize(
+    "affected",
+    ["<4.0.0b36", ">=4.0.0b22, < 4.0.0b36", ">=2.7.3,<=2.8.3", "< 3 , <2.5,!=2.1", "==2.*", ">1"],
+)
+def test_fixed_in_reads_the_specifier_as_packaging_does(affected):
+    """`fixed_in` reads `affected` without `packaging.specifiers`; it must agree with it."""
+    evidence = dataclasses.replace(get_hazard("TEA004").evidence, affected=affected)
+    bounds = [s.version for s in SpecifierSet(affected) if s.operator == "<"]
+    assert evidence.fixed_in == (min(bounds, key=Version) if bounds else None)
 
 
 @pytest.mark.parametrize("hazard", HAZARDS, ids=[hazard.id for hazard in HAZARDS])

@@ -22,10 +22,19 @@ from __future__ import annotations
 
 import ast
 import functools
-from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
-from lint_plugin.engine.absint import TRUE, State, Value, join, one_of, unknown, with_truth
+from lint_plugin.engine.absint import (
+    TRUE,
+    Site,
+    State,
+    Value,
+    const,
+    join,
+    one_of,
+    unknown,
+    with_truth,
+)
 from lint_plugin.engine.delegation import delegates
 from lint_plugin.engine.dialect import (
     BACKWARD_FIELD,
@@ -78,7 +87,6 @@ class Selector:
         self.function = function
         self.program = Program(function)
         self.dialect = Dialect(function, module)
-        self._slices: dict[frozenset[str], Slice] = {}
         self._witnesses: dict[int, tuple[Hazard, list[Scenario]]] = {}
 
     @functools.cached_property
@@ -96,12 +104,41 @@ class Selector:
             )
         return cached[1]
 
-    def slice(self, roots: frozenset[str]) -> Slice:
-        """The statements that can affect `roots` (shared by every run about them)."""
-        cached = self._slices.get(roots)
-        if cached is None:
-            cached = self._slices[roots] = Slice(self.program, roots)
-        return cached
+    @functools.cached_property
+    def plain_call(self) -> list[State]:
+        """The returns of one run of a plain call (`plain_call_facts`): where each flag's
+        filters can fire whatever the inputs a witness pins. The coverage rules read it, and
+        `_Strategy` asks it whether a hazard's inputs have a filter at all."""
+        facts = plain_call_facts(self.dialect)
+        return Interpreter(self.program, facts, relevant=self.relevant).run()
+
+    def filters(self, flag: str) -> list[Site]:
+        """The statements that can switch `flag` off in a plain call, as provenance sites.
+
+        A switch that depends on another backend's flag (TE 1.x turning FlashAttention off
+        because FusedAttention is available on Hopper) is a preference between backends, not a
+        filter.
+        """
+        others = frozenset(self.dialect.roles().values()) - {flag}
+        return [
+            site
+            for state in self.plain_call
+            if flag in state.vars
+            for site in state.vars[flag].disablers
+            if not site.deps & others
+        ]
+
+    @functools.cached_property
+    def relevant(self) -> Slice:
+        """The statements that can affect a backend flag or the flash selection: one slice
+        serves every run about this selector. A run that asks about one flag executes a few
+        statements more than that flag's own slice would keep (on TE 2.20.2, 457 of 669
+        against 433), which costs less than building a slice per flag.
+        """
+        roots = set(self.dialect.backend_flags)
+        if self.shape is not None:
+            roots.update((self.shape.gate, self.shape.version))
+        return Slice(self.program, frozenset(roots))
 
 
 @functools.lru_cache(maxsize=2)
@@ -120,6 +157,21 @@ def compute_capability(*capabilities: tuple[int, int] | None) -> dict[str, Value
     if None in capabilities:
         return {COMPUTE_CAPABILITY_QUERY: unknown(deps)}
     return {COMPUTE_CAPABILITY_QUERY: one_of((tuple(c) for c in capabilities), deps)}
+
+
+def plain_call_facts(dialect: Dialect) -> Facts:
+    """Optional features at their dataclass defaults, the plain call's inputs unknown."""
+    plain = dialect.input_fields()
+    defaults = {
+        field: const(value, frozenset((field,)))
+        for field, value in dialect.param_defaults.items()
+        if field not in plain
+    }
+    return Facts(
+        params=defaults,
+        calls=compute_capability(None),
+        opaque=frozenset(dialect.backend_flags),
+    )
 
 
 def witness_inputs(hazard: Hazard) -> tuple[str, ...]:
@@ -148,27 +200,38 @@ def witness_version(hazard: Hazard, dialect: Dialect, witness: Scenario) -> str 
 def witness_facts(
     hazard: Hazard, dialect: Dialect, witnesses: Sequence[Scenario], given: Facts = NOTHING
 ) -> Facts:
-    """What a run of `witnesses` knows: the hazard's inputs, over whatever else is `given`.
+    """What a run of `witnesses` of `hazard` knows (`joint_facts`)."""
+    return joint_facts([(hazard, witness) for witness in witnesses], dialect, given)
 
-    One witness binds each input to its value. Several, interpreted together, bind each input
-    to the choice of their values (inputs bound by only some of them stay unknown): a run that
-    over-approximates each of theirs, since nothing ties one input's choice to another's.
+
+def joint_facts(
+    items: Sequence[tuple[Hazard, Scenario]], dialect: Dialect, given: Facts = NOTHING
+) -> Facts:
+    """What a run of witnesses of hazards of one backend knows: each item's inputs, over
+    whatever else is `given`.
+
+    One witness binds each of its hazard's inputs to its value. Several, interpreted together,
+    bind each input to the choice of their values (inputs bound by only some of them stay
+    unknown): a run that over-approximates each of theirs, since nothing ties one input's choice
+    to another's.
     """
-    bound = [witness_params(hazard, dialect, witness) for witness in witnesses]
+    backend = items[0][0].backend
+    bound = [witness_params(hazard, dialect, witness) for hazard, witness in items]
     params = {
         name: one_of((values[name] for values in bound), frozenset((name,)))
         for name in set(bound[0]).intersection(*bound[1:])
     }
-    capabilities = (witness.compute_capability for witness in witnesses)
-    grad_mode = one_of((witness.backward for witness in witnesses), frozenset((BACKWARD_FIELD,)))
+    capabilities = (witness.compute_capability for _, witness in items)
+    backward = (witness.backward for _, witness in items)
+    grad_mode = one_of(backward, frozenset((BACKWARD_FIELD,)))
     names = dict(dialect.module_names)
-    installed = dialect.installed(hazard.backend)
+    installed = dialect.installed(backend)
     if installed:
         names[installed] = TRUE
-    version = dialect.version(hazard.backend)
-    pinned = {witness_version(hazard, dialect, witness) for witness in witnesses}
+    version = dialect.version(backend)
+    pinned = {witness_version(hazard, dialect, witness) for hazard, witness in items}
     if version and None not in pinned:
-        names[version] = one_of(FlashVersion(hazard.backend, True, v) for v in pinned)
+        names[version] = one_of(FlashVersion(backend, True, v) for v in pinned)
     return Facts(
         params={**given.params, **params},
         calls={**given.calls, **compute_capability(*capabilities), GRAD_MODE_QUERY: grad_mode},
@@ -227,19 +290,116 @@ class _AdmittingFilters(Observer):
             self.found.append(blocking[0])
 
 
-@dataclass
 class _Strategy:
-    """How the witness runs of several hazards are ordered, learnt as they run.
+    """How the witness runs of several hazards are ordered and shared, learnt as they run.
 
-    Each architecture's witnesses are first interpreted together. Once such a run fails to prove
-    them guarded, the selector most likely lets the next hazard through too, so the first witness
-    of each later architecture runs alone first (one run reports it). Once a hazard is found
-    guarded, the selector most likely carries guards, so a later hazard's witnesses are first
-    all tried in one run, as `expect_guarded` does.
+    - Architectures an architecture filter alone switches a backend off on are judged once for
+      every hazard of that backend (`cleared`).
+    - Consecutive architectures at which no witness has reached a backend yet are first
+      interpreted together. Where a witness did reach one (`leaky`), the selector most likely
+      lets the next hazard through there too, so that architecture's first witness runs alone
+      first (one run reports it); so it does everywhere once a together run has failed
+      (`witness_first`).
+    - Once a hazard is found guarded, the selector most likely carries guards, so a later
+      hazard's witnesses are first all tried in one run, as `expect_guarded` does (`all_first`),
+      unless one of its architectures is leaky.
+    - A hazard whose inputs no filter of its backend reads (`unfiltered`) will most likely
+      reach it: its witnesses run alone first.
     """
 
-    witness_first: bool = False
-    all_first: bool = False
+    def __init__(self, hazards: Sequence[Hazard], given: Facts) -> None:
+        self.hazards = hazards
+        self.given = given
+        self.leaky: set[tuple[int, int]] = set()
+        self.witness_first = False
+        self.all_first = False
+        self._cleared: dict[tuple[ast.FunctionDef, str], frozenset[tuple[int, int]]] = {}
+
+    def cleared(self, prepared: Selector, backend: str) -> frozenset[tuple[int, int]]:
+        """Architectures where the backend cannot run whatever the inputs, for every hazard.
+
+        Where a top-level filter that reads the architecture alone switches the backend off
+        (`_architecture_filters`), the witnesses of every hazard of the backend on those
+        architectures run together once. That run binds only what they all share - the
+        architecture, the package - so when it finds the backend off, it proves each of them
+        guarded, and each hazard's own runs skip them. Tried only where witnesses of two
+        hazards or more share it: where the filter does what it predicts, one run replaces
+        theirs; where it does not (the flag switched on again later), that run is lost.
+        """
+        key = (prepared.function, backend)
+        cached = self._cleared.get(key)
+        if cached is None:
+            cached = self._cleared[key] = self._clear(prepared, backend)
+        return cached
+
+    def unfiltered(self, prepared: Selector, hazard: Hazard) -> bool:
+        """Whether no filter of the hazard's backend reads one of its trigger inputs in a plain
+        call (`Selector.filters`: the run the coverage rules make anyway).
+
+        Not said of a trigger on an optional feature (`num_splits`): a plain call holds it at
+        its default, where the filters for it do not fire.
+        """
+        inputs = [condition.input for condition in hazard.triggers]
+        if set(inputs) & set(OPTIONAL_FEATURES):
+            return False
+        dialect, witness = prepared.dialect, prepared.witnesses(hazard)[0]
+        deps = {field for name in inputs for field in dialect.bindings(name, witness)}
+        if "backward" in inputs:
+            deps.add(BACKWARD_FIELD)
+        flag = dialect.flag(hazard.backend)
+        return not any(site.deps & deps for site in prepared.filters(flag))
+
+    def _clear(self, prepared: Selector, backend: str) -> frozenset[tuple[int, int]]:
+        flag = prepared.dialect.flag(backend)
+        hazards = [hazard for hazard in self.hazards if hazard.backend == backend]
+        if len(hazards) < 2:
+            return frozenset()
+        archs = {w.compute_capability for h in hazards for w in prepared.witnesses(h)}
+        filtered = _architecture_filters(prepared, flag, archs)
+        items = [
+            (hazard, witness)
+            for hazard in hazards
+            for witness in prepared.witnesses(hazard)
+            if witness.compute_capability in filtered
+        ]
+        if len({hazard.id for hazard, _ in items}) < 2:
+            return frozenset()
+        facts = joint_facts(items, prepared.dialect, self.given)
+        return frozenset() if _enabled(prepared, backend, flag, facts) else filtered
+
+
+def _architecture_filters(
+    prepared: Selector, flag: str, archs: set[tuple[int, int]]
+) -> frozenset[tuple[int, int]]:
+    """Of `archs`, those a top-level `if` switches `flag` off on by its test on the hardware
+    query's answer alone (TE's "FA4 does not support SM8x"): where a joint run should decide.
+
+    Only a prediction: the flag may be switched on again, or the selection made without it;
+    the joint run (`_Strategy.cleared`) is what proves it.
+    """
+    program = prepared.program
+    holders = program.results_of(COMPUTE_CAPABILITY_QUERY)
+    filters = [
+        node
+        for node in program.function.body
+        if isinstance(node, ast.If)
+        and program.closure_reads(node.test) & holders
+        and not program.calls_helper(node.test)
+        and any(flag in program.kills(stmt) for stmt in node.body if not program.blocks(stmt))
+    ]
+    if not filters:
+        return frozenset()
+    interpreter = Interpreter(program, NOTHING)
+    deps = frozenset((COMPUTE_CAPABILITY,))
+    return frozenset(
+        arch
+        for arch in archs
+        if any(
+            interpreter.eval(node.test, State({h: const(arch, deps) for h in holders})).truth
+            is True
+            for node in filters
+        )
+    )
 
 
 def analyze_hazards(
@@ -251,11 +411,9 @@ def analyze_hazards(
     expect_guarded: bool = False,
 ) -> list[HazardVerdict]:
     """The verdicts on several hazards in one selector function, in order, sharing what their
-    runs share (the prepared selector, the slices, `_Strategy`)."""
-    strategy = _Strategy()
-    return [
-        _combined(module, function, hazard, given, expect_guarded, strategy) for hazard in hazards
-    ]
+    runs share (the prepared selector, its slice, `_Strategy`)."""
+    strategy = _Strategy(hazards, given)
+    return [_combined(module, function, hazard, expect_guarded, strategy) for hazard in hazards]
 
 
 def analyze_hazard(
@@ -274,14 +432,13 @@ def _combined(
     module: ast.Module,
     function: ast.FunctionDef,
     hazard: Hazard,
-    given: Facts,
     expect_guarded: bool,
     strategy: _Strategy,
 ) -> HazardVerdict:
     """Judged in the functions that hold the selector's filters (`delegation`): reachable in
     one of them is reachable."""
     verdicts = [
-        _analyze_function(module, target, hazard, given, expect_guarded, strategy)
+        _analyze_function(module, target, hazard, expect_guarded, strategy)
         for target in delegates(module, function)
     ]
     reachable = [verdict for verdict in verdicts if verdict.reachable]
@@ -293,22 +450,21 @@ def _analyze_function(
     module: ast.Module,
     function: ast.FunctionDef,
     hazard: Hazard,
-    given: Facts,
     expect_guarded: bool,
     strategy: _Strategy,
 ) -> HazardVerdict:
     """The verdict on one hazard in one function that holds filters.
 
-    `given` adds facts to every witness run (the other fields of a concrete call, say): the
-    verdict then holds for the environments they describe only. By default everything but the
-    hazard's own inputs stays unknown.
+    The strategy's `given` adds facts to every witness run (the other fields of a concrete
+    call, say): the verdict then holds for the environments they describe only. By default
+    everything but the hazard's own inputs stays unknown.
 
     Witnesses are tried in order, and the first that reaches the backend is the one reported.
-    Those of one architecture are first interpreted together (`guarded_together`): one run
-    that finds the backend off proves them all guarded, else they run one by one (first witness
-    first, once such a run has failed: `_Strategy`). A caller that expects GUARDED (the codemod
-    checking its own guard) sets `expect_guarded`: all the witnesses are then first tried in one
-    run. The verdict is the same either way; only the cost is not.
+    Several are first interpreted together where that may decide (`guarded_together`): one run
+    that finds the backend off proves them all guarded, else they run one by one, in the order
+    `_Strategy` has learnt. A caller that expects GUARDED (the codemod checking its own guard)
+    sets `expect_guarded`: all the witnesses are then first tried in one run. The verdict is the
+    same either way; only the cost is not.
     """
     prepared = selector(module, function)
     dialect = prepared.dialect
@@ -329,10 +485,21 @@ def _analyze_function(
             hazard.id, function.name, False, False, None, None, None,
             f"no `{absent[0]}` input: the selector's AttentionParams cannot ask for it",
         )  # fmt: skip
+    given = strategy.given
     witnesses = prepared.witnesses(hazard)
-    first = expect_guarded or strategy.all_first
-    proven = first and guarded_together(module, function, hazard, witnesses, given)
-    groups = [] if proven else _by_architecture(witnesses)
+    cleared = strategy.cleared(prepared, hazard.backend)
+    pending = [w for w in witnesses if w.compute_capability not in cleared]
+    failed: set[tuple[Scenario, ...]] = set()
+
+    def together(group: list[Scenario]) -> bool:
+        key = tuple(group)
+        if key in failed:
+            return False
+        if guarded_together(module, function, hazard, group, given):
+            return True
+        failed.add(key)
+        strategy.witness_first = True
+        return False
 
     def reaches(witness: Scenario) -> HazardVerdict | None:
         facts = witness_facts(hazard, dialect, [witness], given)
@@ -341,23 +508,33 @@ def _analyze_function(
         enabled = _enabled(prepared, hazard.backend, flag, facts, observer)
         if not enabled:
             return None
+        strategy.leaky.add(witness.compute_capability)
         value = functools.reduce(join, enabled)
         return _reachable(hazard, dialect, function, flag, witness, value, observer.found)
 
-    for group in groups:
-        if strategy.witness_first and len(group) > 1:
-            found = reaches(group[0])
-            if found is not None:
-                return found
-            group = group[1:]
-        if len(group) > 1:
-            if guarded_together(module, function, hazard, group, given):
+    leaky = strategy.leaky
+    alone = bool(pending) and not expect_guarded and strategy.unfiltered(prepared, hazard)
+    first = expect_guarded or (
+        strategy.all_first and not alone and not any(w.compute_capability in leaky for w in pending)
+    )
+    if first and len(pending) > 1 and together(pending):
+        pending = []
+    for block in _blocks(pending, leaky):
+        if len(block) > 1 and not alone and together([w for group in block for w in group]):
+            continue
+        for group in block:
+            lone = alone or strategy.witness_first or group[0].compute_capability in leaky
+            if len(group) > 1 and lone:
+                found = reaches(group[0])
+                if found is not None:
+                    return found
+                group = group[1:]
+            if len(group) > 1 and together(group):
                 continue
-            strategy.witness_first = True
-        for witness in group:
-            found = reaches(witness)
-            if found is not None:
-                return found
+            for witness in group:
+                found = reaches(witness)
+                if found is not None:
+                    return found
     strategy.all_first = True
     archs = ", ".join(_sm(arch) for arch in hazard.architectures)
     return HazardVerdict(
@@ -403,16 +580,15 @@ def _enabled(
     """
     shape = prepared.shape if role in FLASH_ROLES else None
     if shape is None:
-        relevant = prepared.slice(frozenset((flag,)))
-        returns = Interpreter(prepared.program, facts, observer, relevant).run()
+        returns = Interpreter(prepared.program, facts, observer, prepared.relevant).run()
         return [s.vars[flag] for s in returns if flag in s.vars and s.vars[flag].truth is not False]
-    relevant = prepared.slice(frozenset((flag, shape.gate, shape.version)))
     split = None if shape.split_at is None else (shape.split_at, partition(shape.flags.values()))
     pending: list[dict[str, bool | None]] = [{role: True}]
     while pending:
         installed = pending.pop()
         run_facts = package_facts(facts, prepared.dialect, installed)
-        returns = Interpreter(prepared.program, run_facts, observer, relevant).run(split=split)
+        interpreter = Interpreter(prepared.program, run_facts, observer, prepared.relevant)
+        returns = interpreter.run(split=split)
         enabled, undecided = [], set()
         for state, package in selecting_states(returns, shape, role):
             if package is None or prepared.dialect.installed(package) is None:
@@ -494,12 +670,24 @@ def _reachable(
     )
 
 
-def _by_architecture(witnesses: Sequence[Scenario]) -> list[list[Scenario]]:
-    """The witnesses of each architecture, architectures in the order they first appear."""
+def _blocks(
+    witnesses: Sequence[Scenario], leaky: set[tuple[int, int]]
+) -> list[list[list[Scenario]]]:
+    """The witnesses of each architecture, architectures in the order they first appear, in
+    blocks that may run together: consecutive architectures where nothing has reached a
+    backend yet share one, a leaky one has its own."""
     groups: dict[tuple[int, int], list[Scenario]] = {}
     for witness in witnesses:
         groups.setdefault(witness.compute_capability, []).append(witness)
-    return list(groups.values())
+    blocks: list[list[list[Scenario]]] = []
+    joinable = False
+    for arch, group in groups.items():
+        if arch in leaky or not joinable:
+            blocks.append([group])
+        else:
+            blocks[-1].append(group)
+        joinable = arch not in leaky
+    return blocks
 
 
 def _sm(arch: tuple[int, int]) -> str:

@@ -265,18 +265,7 @@ def _recombines(stmt: ast.stmt, flags: set[str], gates: set[str]) -> bool:
 
 def _capability_names(function: ast.FunctionDef, program: Program) -> set[str]:
     """Names holding (or computed from) the hardware query's compute capability."""
-    seeds = {
-        target
-        for node in function_index(function).assignments
-        if isinstance(node.value, ast.Call) and _callee(node.value) == COMPUTE_CAPABILITY_QUERY
-        for target in program.assigned(node)
-    }
-    return derived_names(function, program, seeds)
-
-
-def _callee(call: ast.Call) -> str | None:
-    func = call.func
-    return func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    return derived_names(function, program, set(program.results_of(COMPUTE_CAPABILITY_QUERY)))
 
 
 def _reads(node: ast.AST, program: Program) -> set[str]:

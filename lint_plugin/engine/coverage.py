@@ -9,7 +9,8 @@ selector's return. Reading an input includes reading it through a value computed
 FusedAttention passing `deterministic=` and `dropout=` into cuDNN's backend query, and being
 switched off on that query's answer, counts as delegation.
 
-A filter only counts when it can fire in a plain call: the selector is interpreted once with
+A filter only counts when it can fire in a plain call: the selector is interpreted once
+(`Selector.plain_call`, shared with the hazard analysis) with
 every optional-feature input (softcap, FP8, KV cache, context parallelism, ...) at its
 `AttentionParams` dataclass default and the inputs a `Scenario` describes left unknown.
 Backend flags are tracked for where they are switched off, never for whether they are on, so
@@ -21,19 +22,16 @@ available on Hopper) is a preference between backends, not a filter.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from lint_plugin.engine.absint import Site, const
-from lint_plugin.engine.analysis import COMPUTE_CAPABILITY, compute_capability, selector
+from lint_plugin.engine.absint import Site
+from lint_plugin.engine.analysis import COMPUTE_CAPABILITY, selector
 from lint_plugin.engine.delegation import delegates
-from lint_plugin.engine.dialect import Dialect
-from lint_plugin.engine.interpreter import Facts, Interpreter
 from lint_plugin.engine.program import function_index, is_falsy_constant
 from selector_patch.roles import ROLES
 
 
-@dataclass(frozen=True)
-class Topic:
+class Topic(NamedTuple):
     code: str
     #: What the missing filter is about, in words.
     name: str
@@ -50,8 +48,7 @@ TOPICS: tuple[Topic, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class CoverageFinding:
+class CoverageFinding(NamedTuple):
     code: str
     role: str
     flag: str
@@ -81,41 +78,18 @@ def _function_coverage(module: ast.Module, function: ast.FunctionDef) -> list[Co
     }
     if not roles:
         return []
-    roles_all = dialect.roles()
-    returns = Interpreter(
-        prepared.program,
-        plain_call_facts(dialect),
-        relevant=prepared.slice(frozenset(dialect.backend_flags)),
-    ).run()
     findings = []
     for role, flag in roles.items():
-        values = [state.vars[flag] for state in returns if flag in state.vars]
+        values = [state.vars[flag] for state in prepared.plain_call if flag in state.vars]
         enablers = [site.stmt for value in values for site in value.enablers if site.stmt]
         if not enablers:
             continue
         enable = min(enablers, key=lambda stmt: stmt.lineno)
-        # Switching a backend off because another one is on is a preference, not a filter.
-        others = frozenset(roles_all.values()) - {flag}
-        filters = [s for value in values for s in value.disablers if not s.deps & others]
+        filters = prepared.filters(flag)
         for topic in TOPICS:
             if not any(topic.input in site.deps for site in filters):
                 findings.append(_finding(topic, role, flag, enable, filters))
     return findings
-
-
-def plain_call_facts(dialect: Dialect) -> Facts:
-    """Optional features at their dataclass defaults, the plain call's inputs unknown."""
-    plain = dialect.input_fields()
-    defaults = {
-        field: const(value, frozenset((field,)))
-        for field, value in dialect.param_defaults.items()
-        if field not in plain
-    }
-    return Facts(
-        params=defaults,
-        calls=compute_capability(None),
-        opaque=frozenset(dialect.backend_flags),
-    )
 
 
 def _can_enable(function: ast.FunctionDef, flag: str) -> bool:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -75,12 +74,12 @@ def literal(value: Any) -> str:
     return repr(value)
 
 
-@dataclass
 class Dialect:
     """The names one selector function uses; built once per function."""
 
-    function: ast.FunctionDef
-    module: ast.Module
+    def __init__(self, function: ast.FunctionDef, module: ast.Module) -> None:
+        self.function = function
+        self.module = module
 
     @property
     def bound(self) -> frozenset[str]:

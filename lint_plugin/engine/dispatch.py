@@ -25,7 +25,6 @@ TE 1.9 - 2.1 return the FA2 flag itself; there the flag at the return is the sel
 from __future__ import annotations
 
 import ast
-import dataclasses
 import itertools
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, NamedTuple
@@ -186,7 +185,7 @@ def package_facts(facts: Facts, dialect: Dialect, installed: dict[str, bool | No
             names[version] = one_of(FlashVersion(role, known, r) for r in releases or (None,))
         if flag is not None and known is not None:
             names[flag] = TRUE if known else const(False)
-    return dataclasses.replace(facts, names=names)
+    return facts._replace(names=names)
 
 
 def selecting_states(

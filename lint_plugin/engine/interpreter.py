@@ -21,8 +21,9 @@ import contextlib
 import itertools
 import math
 import operator
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from lint_plugin.engine.absint import (
     EMPTY,
@@ -117,8 +118,11 @@ class LocalFunction:
     node: ast.FunctionDef
 
 
-@dataclass(frozen=True)
-class Facts:
+#: An empty mapping that cannot be changed, the default of every `Facts` field.
+NONE: Mapping[str, Any] = MappingProxyType({})
+
+
+class Facts(NamedTuple):
     """Everything one run knows about the world; the rest is unknown.
 
     `params` holds `AttentionParams` fields (an absent field reads as an unknown value that
@@ -129,12 +133,12 @@ class Facts:
     name.
     """
 
-    params: Mapping[str, Value] = field(default_factory=dict)
-    calls: Mapping[str, Value] = field(default_factory=dict)
-    names: Mapping[str, Value] = field(default_factory=dict)
+    params: Mapping[str, Value] = NONE
+    calls: Mapping[str, Value] = NONE
+    names: Mapping[str, Value] = NONE
     opaque: frozenset[str] = EMPTY
     #: Pure functions the module imports (packaging's `Version`), folded like `PURE_BUILTINS`.
-    functions: Mapping[str, Callable] = field(default_factory=dict)
+    functions: Mapping[str, Callable] = NONE
 
 
 class Observer:

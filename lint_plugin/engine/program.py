@@ -310,6 +310,15 @@ class Program:
             return self.info(stmt).stores
         return EMPTY
 
+    def results_of(self, callee: str) -> frozenset[str]:
+        """Names assigned the result of a call to `callee` (by name or as an attribute)."""
+        return frozenset(
+            name
+            for node in function_index(self.function).assignments
+            if isinstance(node.value, ast.Call) and _callee(node.value) == callee
+            for name in self.assigned(node)
+        )
+
     def reads(self, node: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
         """Names (dotted attribute names too) a node loads, and `AttentionParams` fields read."""
         info = self.info(node)
@@ -419,8 +428,13 @@ class Program:
         return cached
 
 
+def _callee(call: ast.Call) -> str | None:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+
+
 def _node_info(node: ast.AST, parameter: str | None, scope: frozenset[str]) -> NodeInfo:
-    loads, fields, stores, calls, falsified, walrus = set(), set(), set(), set(), set(), False
+    loads, fields, stores, calls, falsified, walrus = (set(), set(), set(), set(), set(), False)
     for child in descendants(node):
         kind = type(child)
         if kind is ast.Name:
