@@ -24,8 +24,9 @@ release or anything `selector_patch.sources.resolve` takes (default: 2.20.2). Pr
   their architectures moved, so each is a hazard of its own (target: 16 at most 2x of none): as
   a flake8 process pays it - importing the plugin, preparing the selector and judging it, timed
   inside fresh processes, which the rest of flake8 would only add noise to - and, beside it,
-  in one process with the selector already prepared (`TeaChecker.run` again on the same tree),
-  which leaves the interpreter runs alone.
+  in one process with the selector already prepared (`TeaChecker.run` again on the same tree:
+  its slice, its plain-call run and its witnesses are cached), which leaves the hazards'
+  interpreter runs alone.
 """
 
 from __future__ import annotations

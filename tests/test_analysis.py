@@ -24,6 +24,7 @@ from lint_plugin.engine.analysis import (
     analyze_hazards,
     analyze_source,
     compute_capability,
+    covers,
 )
 from lint_plugin.engine.dialect import Dialect, find_selectors
 from lint_plugin.engine.interpreter import AnalysisBudgetExceeded, Facts, Interpreter
@@ -640,3 +641,50 @@ def test_an_architecture_filter_decides_every_hazard_of_its_backend_in_one_run(
     assert all(verdict.applicable for verdict in verdicts)
     if not late:
         assert len(runs) == 1
+
+
+def facts(**params) -> Facts:
+    """Facts binding `params`, a set binding the choice of its values."""
+    return Facts(
+        params={
+            name: one_of(value if isinstance(value, set) else {value}, frozenset((name,)))
+            for name, value in params.items()
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("wide", "narrow", "covered"),
+    [
+        (facts(), facts(num_splits=2), True),  # binding nothing covers everything
+        (facts(num_splits={0, 2}), facts(num_splits=2), True),
+        (facts(num_splits={0, 2}), facts(num_splits=2, deterministic=True), True),
+        (facts(num_splits={0, 2}), facts(num_splits={0, 2}), True),
+        (facts(num_splits={0, 2}), facts(num_splits=3), False),
+        (facts(num_splits={0, 2}), facts(num_splits={2, 3}), False),
+        (facts(num_splits=1), facts(num_splits=True), False),  # 1 == True, yet not the same
+        (facts(num_splits=2), facts(), False),  # narrow leaves it unknown
+        (Facts(params={"num_splits": interpreter.unknown(truth=True)}), facts(num_splits=2), False),
+    ],
+)
+def test_a_proof_covers_the_runs_it_over_approximates(wide, narrow, covered) -> None:
+    assert covers(wide, narrow) is covered
+
+
+def test_a_witness_a_kept_proof_covers_needs_no_run(monkeypatch) -> None:
+    """A hazard declared on sm86 with TEA002's inputs is covered by the run that proved
+    TEA002 guarded on sm86 and sm89: judging it costs nothing more."""
+    module = ast.parse(te2_example(backward=True))
+    function = find_selectors(module)[0]
+    runs = []
+    run = Interpreter.run
+    monkeypatch.setattr(
+        Interpreter, "run", lambda self, *a, **k: runs.append(1) or run(self, *a, **k)
+    )
+    analyze_hazards(module, function, [get_hazard("TEA002")])  # prepares the selector
+    before = len(runs)
+    (alone,) = analyze_hazards(module, function, [get_hazard("TEA002")])
+    count = len(runs) - before
+    both = analyze_hazards(module, function, [get_hazard("TEA002"), moved("TEA002", (8, 6), 10)])
+    assert [verdict.reachable for verdict in both] == [alone.reachable, False]
+    assert len(runs) - before == 2 * count

@@ -29,6 +29,7 @@ from lint_plugin.engine.absint import (
     Site,
     State,
     Value,
+    alternatives,
     const,
     join,
     one_of,
@@ -293,8 +294,11 @@ class _AdmittingFilters(Observer):
 class _Strategy:
     """How the witness runs of several hazards are ordered and shared, learnt as they run.
 
+    - Every run that finds the backend off is kept as a proof (`proofs`): a later witness whose
+      facts it covers (`covers`) is guarded without a run of its own - a hazard declared on
+      an architecture beside another one with the same inputs, say.
     - Architectures an architecture filter alone switches a backend off on are judged once for
-      every hazard of that backend (`cleared`).
+      every hazard of that backend (`_clear`).
     - Consecutive architectures at which no witness has reached a backend yet are first
       interpreted together. Where a witness did reach one (`leaky`), the selector most likely
       lets the next hazard through there too, so that architecture's first witness runs alone
@@ -313,24 +317,22 @@ class _Strategy:
         self.leaky: set[tuple[int, int]] = set()
         self.witness_first = False
         self.all_first = False
-        self._cleared: dict[tuple[ast.FunctionDef, str], frozenset[tuple[int, int]]] = {}
+        self._proofs: dict[tuple[ast.FunctionDef, str], list[Facts]] = {}
 
-    def cleared(self, prepared: Selector, backend: str) -> frozenset[tuple[int, int]]:
-        """Architectures where the backend cannot run whatever the inputs, for every hazard.
-
-        Where a top-level filter that reads the architecture alone switches the backend off
-        (`_architecture_filters`), the witnesses of every hazard of the backend on those
-        architectures run together once. That run binds only what they all share - the
-        architecture, the package - so when it finds the backend off, it proves each of them
-        guarded, and each hazard's own runs skip them. Tried only where witnesses of two
-        hazards or more share it: where the filter does what it predicts, one run replaces
-        theirs; where it does not (the flag switched on again later), that run is lost.
-        """
+    def proofs(self, prepared: Selector, backend: str) -> list[Facts]:
+        """The facts of every run that found the backend off in this function, the joint run of
+        `_clear` first."""
         key = (prepared.function, backend)
-        cached = self._cleared.get(key)
-        if cached is None:
-            cached = self._cleared[key] = self._clear(prepared, backend)
-        return cached
+        proofs = self._proofs.get(key)
+        if proofs is None:
+            proofs = self._proofs[key] = []
+            self._clear(prepared, backend)
+        return proofs
+
+    def proven(self, prepared: Selector, hazard: Hazard, witness: Scenario) -> bool:
+        """Whether a kept proof covers `witness` (`covers`): it is guarded, no run needed."""
+        facts = witness_facts(hazard, prepared.dialect, [witness], self.given)
+        return any(covers(proof, facts) for proof in self.proofs(prepared, hazard.backend))
 
     def unfiltered(self, prepared: Selector, hazard: Hazard) -> bool:
         """Whether no filter of the hazard's backend reads one of its trigger inputs in a plain
@@ -349,11 +351,21 @@ class _Strategy:
         flag = dialect.flag(hazard.backend)
         return not any(site.deps & deps for site in prepared.filters(flag))
 
-    def _clear(self, prepared: Selector, backend: str) -> frozenset[tuple[int, int]]:
+    def _clear(self, prepared: Selector, backend: str) -> None:
+        """Judge at once every hazard of the backend where it cannot run whatever the inputs.
+
+        Where a top-level filter that reads the architecture alone switches the backend off
+        (`_architecture_filters`), the witnesses of every hazard of the backend on those
+        architectures run together once. That run binds only what they all share - the
+        architecture, the package - so when it finds the backend off, its proof covers each of
+        them. Tried only where witnesses of two hazards or more share it: where the filter
+        does what it predicts, one run replaces theirs; where it does not (the flag switched on
+        again later), that run is lost.
+        """
         flag = prepared.dialect.flag(backend)
         hazards = [hazard for hazard in self.hazards if hazard.backend == backend]
         if len(hazards) < 2:
-            return frozenset()
+            return
         archs = {w.compute_capability for h in hazards for w in prepared.witnesses(h)}
         filtered = _architecture_filters(prepared, flag, archs)
         items = [
@@ -363,9 +375,38 @@ class _Strategy:
             if witness.compute_capability in filtered
         ]
         if len({hazard.id for hazard, _ in items}) < 2:
-            return frozenset()
+            return
         facts = joint_facts(items, prepared.dialect, self.given)
-        return frozenset() if _enabled(prepared, backend, flag, facts) else filtered
+        if not _enabled(prepared, backend, flag, facts):
+            self.keep(prepared, backend, facts)
+
+    def keep(self, prepared: Selector, backend: str, facts: Facts) -> None:
+        """Keep the facts of a run that found the backend off, as a proof."""
+        self.proofs(prepared, backend).append(facts)
+
+
+def covers(wide: Facts, narrow: Facts) -> bool:
+    """Whether every fact of `wide` holds in `narrow` too, or `narrow` pins it to one of the
+    choices `wide` allows. A run binds only what its facts say, so a run of `wide` then
+    over-approximates one of `narrow`, and `wide` finding the backend off proves it off for
+    `narrow`. Choices compare with their types, as `choice_set` keeps them apart."""
+    pairs = ((wide.params, narrow.params), (wide.calls, narrow.calls), (wide.names, narrow.names))
+    for known, asked in pairs:
+        for name, value in known.items():
+            mine = asked.get(name)
+            if mine is value:
+                continue
+            allowed = alternatives(value)
+            if allowed is None:
+                if value.truth is None:
+                    continue  # anything at all
+                return False
+            pinned = None if mine is None else alternatives(mine)
+            if pinned is None or not all(
+                any(type(a) is type(b) and a == b for b in allowed) for a in pinned
+            ):
+                return False
+    return True
 
 
 def _architecture_filters(
@@ -375,7 +416,7 @@ def _architecture_filters(
     query's answer alone (TE's "FA4 does not support SM8x"): where a joint run should decide.
 
     Only a prediction: the flag may be switched on again, or the selection made without it;
-    the joint run (`_Strategy.cleared`) is what proves it.
+    the joint run (`_Strategy._clear`) is what proves it.
     """
     program = prepared.program
     holders = program.results_of(COMPUTE_CAPABILITY_QUERY)
@@ -487,15 +528,17 @@ def _analyze_function(
         )  # fmt: skip
     given = strategy.given
     witnesses = prepared.witnesses(hazard)
-    cleared = strategy.cleared(prepared, hazard.backend)
-    pending = [w for w in witnesses if w.compute_capability not in cleared]
+    pending = [w for w in witnesses if not strategy.proven(prepared, hazard, w)]
     failed: set[tuple[Scenario, ...]] = set()
 
     def together(group: list[Scenario]) -> bool:
+        """`guarded_together`, its facts kept as a proof where it holds; a group it failed on
+        does not run again."""
         key = tuple(group)
         if key in failed:
             return False
         if guarded_together(module, function, hazard, group, given):
+            strategy.keep(prepared, hazard.backend, witness_facts(hazard, dialect, group, given))
             return True
         failed.add(key)
         strategy.witness_first = True
@@ -507,6 +550,7 @@ def _analyze_function(
         observer = _AdmittingFilters(prepared.program, flag, triggers)
         enabled = _enabled(prepared, hazard.backend, flag, facts, observer)
         if not enabled:
+            strategy.keep(prepared, hazard.backend, facts)
             return None
         strategy.leaky.add(witness.compute_capability)
         value = functools.reduce(join, enabled)
