@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from lint_plugin.engine import interpreter
-from lint_plugin.engine.absint import UNKNOWN, choice_set, const, join, one_of, widen
+from lint_plugin.engine.absint import UNKNOWN, choice_set, const, join, one_of, unknown, widen
 from lint_plugin.engine.analysis import (
     HazardVerdict,
     analyze_hazard,
@@ -664,10 +664,11 @@ def facts(**params) -> Facts:
         (facts(num_splits={0, 2}), facts(num_splits={2, 3}), False),
         (facts(num_splits=1), facts(num_splits=True), False),  # 1 == True, yet not the same
         (facts(num_splits=2), facts(), False),  # narrow leaves it unknown
-        (Facts(params={"num_splits": interpreter.unknown(truth=True)}), facts(num_splits=2), False),
+        (Facts(params={"num_splits": unknown(truth=True)}), facts(num_splits=2), False),
     ],
 )
 def test_a_proof_covers_the_runs_it_over_approximates(wide, narrow, covered) -> None:
+    """A kept proof covers a witness where every fact it binds holds there too."""
     assert covers(wide, narrow) is covered
 
 

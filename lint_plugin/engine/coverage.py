@@ -10,9 +10,9 @@ FusedAttention passing `deterministic=` and `dropout=` into cuDNN's backend quer
 switched off on that query's answer, counts as delegation.
 
 A filter only counts when it can fire in a plain call: the selector is interpreted once
-(`Selector.plain_call`, shared with the hazard analysis) with
-every optional-feature input (softcap, FP8, KV cache, context parallelism, ...) at its
-`AttentionParams` dataclass default and the inputs a `Scenario` describes left unknown.
+(`Selector.plain_call`, shared with the hazard analysis) with every optional-feature input
+(softcap, FP8, KV cache, context parallelism, ...) at its `AttentionParams` dataclass default
+and the inputs a `Scenario` describes left unknown.
 Backend flags are tracked for where they are switched off, never for whether they are on, so
 each filter is judged by its own condition, not by what earlier filters did. A switch that
 depends on another backend's flag (TE 1.x turning FlashAttention off because FusedAttention is

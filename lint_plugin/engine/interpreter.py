@@ -118,8 +118,8 @@ class LocalFunction:
     node: ast.FunctionDef
 
 
-#: An empty mapping that cannot be changed, the default of every `Facts` field.
-NONE: Mapping[str, Any] = MappingProxyType({})
+#: An empty mapping that cannot be changed, the default of every `Facts` mapping.
+EMPTY_MAPPING: Mapping[str, Any] = MappingProxyType({})
 
 
 class Facts(NamedTuple):
@@ -133,12 +133,12 @@ class Facts(NamedTuple):
     name.
     """
 
-    params: Mapping[str, Value] = NONE
-    calls: Mapping[str, Value] = NONE
-    names: Mapping[str, Value] = NONE
+    params: Mapping[str, Value] = EMPTY_MAPPING
+    calls: Mapping[str, Value] = EMPTY_MAPPING
+    names: Mapping[str, Value] = EMPTY_MAPPING
     opaque: frozenset[str] = EMPTY
     #: Pure functions the module imports (packaging's `Version`), folded like `PURE_BUILTINS`.
-    functions: Mapping[str, Callable] = NONE
+    functions: Mapping[str, Callable] = EMPTY_MAPPING
 
 
 class Observer:

@@ -434,7 +434,7 @@ def _callee(call: ast.Call) -> str | None:
 
 
 def _node_info(node: ast.AST, parameter: str | None, scope: frozenset[str]) -> NodeInfo:
-    loads, fields, stores, calls, falsified, walrus = (set(), set(), set(), set(), set(), False)
+    loads, fields, stores, calls, falsified, walrus = set(), set(), set(), set(), set(), False
     for child in descendants(node):
         kind = type(child)
         if kind is ast.Name:
