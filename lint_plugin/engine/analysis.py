@@ -557,18 +557,20 @@ def _analyze_function(
         return _reachable(hazard, dialect, function, flag, witness, value, observer.found)
 
     leaky = strategy.leaky
-    alone = bool(pending) and not expect_guarded and strategy.unfiltered(prepared, hazard)
+    unfiltered = bool(pending) and not expect_guarded and strategy.unfiltered(prepared, hazard)
     first = expect_guarded or (
-        strategy.all_first and not alone and not any(w.compute_capability in leaky for w in pending)
+        strategy.all_first
+        and not unfiltered
+        and not any(w.compute_capability in leaky for w in pending)
     )
     if first and len(pending) > 1 and together(pending):
         pending = []
     for block in _blocks(pending, leaky):
-        if len(block) > 1 and not alone and together([w for group in block for w in group]):
+        if len(block) > 1 and not unfiltered and together([w for group in block for w in group]):
             continue
         for group in block:
-            lone = alone or strategy.witness_first or group[0].compute_capability in leaky
-            if len(group) > 1 and lone:
+            leading = unfiltered or strategy.witness_first or group[0].compute_capability in leaky
+            if len(group) > 1 and leading:  # its first witness runs alone first
                 found = reaches(group[0])
                 if found is not None:
                     return found
