@@ -24,9 +24,9 @@ release or anything `selector_patch.sources.resolve` takes (default: 2.20.2). Pr
   their architectures moved, so each is a hazard of its own (target: 16 at most 2x of none): as
   a flake8 process pays it - importing the plugin, preparing the selector and judging it, timed
   inside fresh processes, which the rest of flake8 would only add noise to - and, beside it,
-  in one process with the selector already prepared (`TeaChecker.run` again on the same tree:
-  its slice, its plain-call run and its witnesses are cached), which leaves the hazards'
-  interpreter runs alone.
+  in one process with the selector already prepared (`analyze_hazards` again on a selector
+  whose slice, plain-call run and witnesses are kept), which leaves the hazards' interpreter
+  runs alone.
 """
 
 from __future__ import annotations
@@ -131,12 +131,18 @@ def project(path: Path, pyproject: str, tmp: Path) -> Path:
 
 
 def prepared_pass(path: Path, repeat: int) -> float:
-    """Median time of the TEA pass on `path` again, in this process: the selector prepared."""
-    from lint_plugin.plugin import TeaChecker
+    """Median time of judging `path`'s configured hazards in this process, its selector
+    prepared once before (slice, plain-call run and witnesses kept): the hazards' runs alone."""
+    from lint_plugin.engine.analysis import analyze_hazards, selector
+    from lint_plugin.engine.dialect import find_selectors
+    from selector_patch.config import load_config
 
-    text = path.read_text()
-    tree, lines = ast.parse(text), text.splitlines(keepends=True)
-    return median_seconds(lambda: list(TeaChecker(tree, str(path), lines).run()), repeat)
+    config = load_config(path)
+    tree = ast.parse(path.read_text())
+    (function,) = find_selectors(tree, config.selector_functions)
+    prepared = selector(tree, function)
+    prepared.plain_call  # builds the slice too
+    return median_seconds(lambda: analyze_hazards(tree, function, config.hazards), repeat)
 
 
 #: In a fresh interpreter, what importing the plugin and running it on one file takes.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Sequence
 
-from lint_plugin.engine.analysis import analyze_hazards
+from lint_plugin.engine.analysis import analyze_hazards, release
 from lint_plugin.engine.coverage import analyze_coverage
 from lint_plugin.engine.dialect import find_selectors
 from lint_plugin.engine.interpreter import AnalysisBudgetExceeded
@@ -38,6 +38,8 @@ def rows(tree: ast.Module, filename: str, functions: Sequence[str]) -> Iterator[
         found = [_failure(tree, "TEA901", str(error), functions)]
     except Exception as error:  # a linter reports its own failure instead of crashing
         found = [_failure(tree, "TEA900", f"{type(error).__name__}: {error}", functions)]
+    finally:
+        release()  # the file is done: what its analysis kept goes now (`release`)
     yield from found
 
 

@@ -28,7 +28,7 @@ from lint_plugin.engine.analysis import (
 )
 from lint_plugin.engine.dialect import Dialect, find_selectors
 from lint_plugin.engine.interpreter import AnalysisBudgetExceeded, Facts, Interpreter
-from lint_plugin.engine.program import Program
+from lint_plugin.engine.program import Program, descendants
 from lint_plugin.engine.slicing import Slice
 from lint_plugin.rules import te2_example
 from selector_patch.registry import HAZARDS, Hazard, get_hazard
@@ -313,6 +313,15 @@ CASES = [
 @pytest.mark.parametrize("sliced", [False, True], ids=["whole", "sliced"])
 def test_flag_at_returns(body: str, expected: str, sliced: bool) -> None:
     assert flag(body, sliced=sliced, **GUARDED) == expected
+
+
+def test_descendants_are_what_ast_walk_yields_but_the_singletons() -> None:
+    """Every node but `Load`, `Add`, `Eq`, ... (which hold nothing), on a real selector."""
+    module = ast.parse(te2_example())
+    singletons = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+    walked = [node for node in ast.walk(module) if not isinstance(node, singletons)]
+    found = list(descendants(module))
+    assert len(found) == len(walked) and set(map(id, found)) == set(map(id, walked))
 
 
 def test_refinement_is_per_witness() -> None:

