@@ -3,7 +3,7 @@
     python bench/processes.py [SOURCE] [--repeat N]
 
 Every figure is the median of `--repeat` runs, the measured process and its baseline
-interleaved (baseline, measured, baseline, ...) so both see the same machine load. SOURCE is a
+interleaved (measured, baseline; baseline, measured; ...) so both see the same machine load. SOURCE is a
 release or anything `selector_patch.sources.resolve` takes (default: 2.20.2). Printed:
 
 - flake8 with TEA installed against the same flake8 without the plugin, on the selector and on a
@@ -58,7 +58,9 @@ MOVED_TO = ((8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (10, 3), (11, 0), (12, 1))
 def interleaved(
     commands: Sequence[Sequence[str]], repeat: int, cwd: Path
 ) -> list[tuple[float, float]]:
-    """Median (wall, CPU) seconds of each command, run in turn `repeat` times after one warm-up.
+    """Median (wall, CPU) seconds of each command, run in turn `repeat` times after one warm-up,
+    in the opposite order every other round: on this machine whichever process runs first in a
+    round is slower (by up to a fifth), which a fixed order would charge to one side.
 
     The processes run as a user's would: with bytecode caching on (this machine's shells set
     PYTHONDONTWRITEBYTECODE, which would make every run compile this project afresh while the
@@ -69,7 +71,8 @@ def interleaved(
     wall: list[list[float]] = [[] for _ in commands]
     cpu: list[list[float]] = [[] for _ in commands]
     for round_ in range(repeat + 1):
-        for index, command in enumerate(commands):
+        for index in alternating(len(commands), round_):
+            command = commands[index]
             used = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             subprocess.run(
@@ -85,6 +88,11 @@ def interleaved(
                 wall[index].append(elapsed)
                 cpu[index].append(after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime)
     return [(statistics.median(w), statistics.median(c)) for w, c in zip(wall, cpu)]
+
+
+def alternating(count: int, round_: int) -> range:
+    """The order of `count` measured processes in round `round_`: reversed every other round."""
+    return range(count) if round_ % 2 else range(count - 1, -1, -1)
 
 
 #: flake8's command line; `hide` hides this distribution's plugins from flake8. Reading every
@@ -159,7 +167,7 @@ print(time.perf_counter() - start)
 
 def own_cost(paths: Sequence[Path], repeat: int) -> list[float]:
     """The plugin's import and run on each of `paths` in fresh processes (bytecode cached),
-    median, the paths interleaved.
+    median, the paths interleaved (`alternating`).
 
     Process-level differences on a file without a selector are below this machine's noise;
     this is the part of them that is the plugin's.
@@ -167,8 +175,8 @@ def own_cost(paths: Sequence[Path], repeat: int) -> list[float]:
     environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     runs: list[list[float]] = [[] for _ in paths]
     for round_ in range(repeat + 1):
-        for index, path in enumerate(paths):
-            command = [sys.executable, "-c", OWN_COST, str(path)]
+        for index in alternating(len(paths), round_):
+            command = [sys.executable, "-c", OWN_COST, str(paths[index])]
             done = subprocess.run(command, env=environment, capture_output=True, text=True)
             if round_:  # round 0 writes the bytecode caches
                 runs[index].append(float(done.stdout))

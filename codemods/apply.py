@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from codemods.files import FileError, check_writable, locked, replace_atomically
 from codemods.plan import INSERTED, Plan, PlanError, plan_insertions
+from lint_plugin.engine.collector import paused
 from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS
 from selector_patch.config import Config, ConfigError, load_config, select_hazards
 from selector_patch.registry import Hazard
@@ -281,4 +282,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with paused():  # a run allocates much and makes few cycles (`engine.collector`)
+        status = main()
+    sys.exit(status)
