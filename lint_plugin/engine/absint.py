@@ -24,6 +24,7 @@ Join is pointwise; widening forgets constants that keep changing, so loops reach
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Any, Iterable, NamedTuple
 
 
@@ -69,6 +70,11 @@ class Value(NamedTuple):
         return self.const is not UNKNOWN
 
 
+#: `Value(...)` with all six fields, in order, minus the call of the namedtuple's own `__new__`
+#: (a Python function): values are built at every step of every run, and this halves the cost.
+new_value = functools.partial(tuple.__new__, Value)
+
+
 def truth_of(obj: Any) -> bool | None:
     try:
         return bool(obj)
@@ -78,8 +84,15 @@ def truth_of(obj: Any) -> bool | None:
 
 def _fresh(obj: Any, truth: bool | None, deps: frozenset[str]) -> Value:
     """A value introduced by the statement now executing (see `Interpreter.store`)."""
-    return Value(
-        obj, truth, deps, EMPTY if truth is False else FRESH, EMPTY if truth is True else FRESH
+    return new_value(
+        (
+            obj,
+            truth,
+            deps,
+            EMPTY if truth is False else FRESH,
+            EMPTY if truth is True else FRESH,
+            None,
+        )
     )
 
 
@@ -131,8 +144,8 @@ def with_truth(value: Value, truth: bool) -> Value:
     if choices is not None:
         choices = frozenset(c for c in choices if truth_of(c) is truth) or None
     if truth:
-        return Value(known, True, value.deps, value.enablers, EMPTY, choices)
-    return Value(known, False, value.deps, EMPTY, value.disablers, choices)
+        return new_value((known, True, value.deps, value.enablers, EMPTY, choices))
+    return new_value((known, False, value.deps, EMPTY, value.disablers, choices))
 
 
 def with_deps(value: Value, deps: frozenset[str]) -> Value:
@@ -181,7 +194,7 @@ def join(a: Value, b: Value) -> Value:
         and choices is a.choices
     ):
         return a
-    return Value(const, truth, deps, enablers, disablers, choices)
+    return new_value((const, truth, deps, enablers, disablers, choices))
 
 
 def _joined_choices(a: Value, b: Value) -> frozenset | None:

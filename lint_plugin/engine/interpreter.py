@@ -41,6 +41,7 @@ from lint_plugin.engine.absint import (
     join,
     join_all,
     join_states,
+    new_value,
     one_of,
     unknown,
     widen_states,
@@ -550,9 +551,11 @@ class Interpreter:
         if FRESH_SITE in disablers:
             site = site or Site(self.stmt, state.path | value.deps)
             disablers = (disablers - FRESH) | {site}
-        state.vars[name] = Value(
-            value.const, value.truth, value.deps, enablers, disablers, value.choices
-        )
+        if enablers is not value.enablers or disablers is not value.disablers:
+            value = new_value(
+                (value.const, value.truth, value.deps, enablers, disablers, value.choices)
+            )
+        state.vars[name] = value
 
     def assign(self, target: ast.AST, value: Value, state: State) -> None:
         if isinstance(target, ast.Name):
