@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
-from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazards, selector
+from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazards, release, selector
 from lint_plugin.engine.delegation import delegates
 from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS, find_selectors
 from selector_patch.registry import Hazard
@@ -78,6 +78,18 @@ def plan_insertions(
         module = ast.parse(code)
     except SyntaxError as error:
         raise PlanError(f"syntax error at line {error.lineno}: {error.msg}") from None
+    try:
+        return _plan(module, hazards, function_names, expect_guarded)
+    finally:
+        release()  # every call parses anew: nothing the analysis kept serves another (`release`)
+
+
+def _plan(
+    module: ast.Module,
+    hazards: Sequence[Hazard],
+    function_names: Sequence[str],
+    expect_guarded: bool,
+) -> Plan:
     function = selector_function(module, function_names)
     plan = Plan(module)
     # A dispatcher's guards go into the functions that hold its filters (`delegation`).

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from codemods.apply import main
+from codemods.plan import plan_insertions
+from lint_plugin.engine import analysis
 from selector_patch.registry import HAZARDS, get_hazard
 
 PAIRS = Path(__file__).parent / "codemod_pairs"
@@ -38,6 +40,13 @@ def run(*args: str) -> tuple[int, str, str]:
         cwd=REPO,
     )
     return completed.returncode, completed.stdout, completed.stderr
+
+
+def test_a_plan_keeps_no_prepared_selector() -> None:
+    """Every plan parses anew, so what its analysis kept goes when it is done."""
+    plan = plan_insertions(BEFORE, HAZARDS)
+    assert plan.insertions  # it did analyse, and its plan still has what insertion needs
+    assert analysis.selector.cache_info().currsize == 0
 
 
 def test_writes_guards_then_check_passes(selector: Path) -> None:

@@ -154,10 +154,12 @@ def selector(module: ast.Module, function: ast.FunctionDef) -> Selector:
 def release() -> None:
     """Forget every prepared selector, and with them the trees the caches keep alive.
 
-    flake8 runs the plugin file by file and never comes back to a tree. Freed when its file is
-    done, what an analysis kept costs no more than freed at interpreter exit, where each of the
-    collections Python makes on its way out would traverse it first: on TE 2.20.2's selector
-    a flake8 process runs 13 M instructions fewer (of the 491 M TEA added to it).
+    The caches serve the questions asked of one tree (hazards, coverage, anchors). flake8 runs
+    the plugin file by file, and `plan_insertions` parses anew each call, so neither ever comes
+    back to a tree: each releases when it is done. What an analysis kept costs no more to free
+    then than at interpreter exit, where each of the collections Python makes on its way out
+    would first traverse it: on TE 2.20.2's selector a flake8 process runs 13 M instructions
+    fewer (of the 491 M TEA added to it), `codemods.apply --check` 40 M (of 781 M).
     """
     selector.cache_clear()
     delegates.cache_clear()
