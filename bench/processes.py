@@ -1,6 +1,6 @@
 """What a pre-commit user waits for: whole processes, each against its baseline in the same run.
 
-    python bench/processes.py [SOURCE] [--repeat N]
+    python bench/processes.py [SOURCE] [--repeat N] [--instructions]
 
 Every figure is the median of `--repeat` runs, the measured process and its baseline
 interleaved (measured, baseline; baseline, measured; ...) so both see the same machine load. SOURCE is a
@@ -27,6 +27,12 @@ release or anything `selector_patch.sources.resolve` takes (default: 2.20.2). Pr
   in one process with the selector already prepared (`analyze_hazards` again on a selector
   whose slice, plain-call run and witnesses are kept), which leaves the hazards' interpreter
   runs alone.
+
+With `--instructions` (valgrind needed), each comparison is also made in instructions: every
+process run once more under valgrind's callgrind, the hash seed fixed, which counts the same on
+every run where this machine's wall and CPU times of one process vary by a fifth and more
+(flake8 on the file without a selector has come out 220 ms slower with a plugin whose own run
+there takes 2 ms). Slower by some fifty times, so a few minutes.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -88,6 +95,21 @@ def interleaved(
                 wall[index].append(elapsed)
                 cpu[index].append(after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime)
     return [(statistics.median(w), statistics.median(c)) for w, c in zip(wall, cpu)]
+
+
+def counted(commands: Sequence[Sequence[str]], cwd: Path) -> list[int]:
+    """Instructions one run of each command executes (valgrind's callgrind), bytecode caches
+    written by a run before; the hash seed fixed, so that sets iterate alike every time."""
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    environment["PYTHONHASHSEED"] = "0"
+    counts = []
+    for command in commands:
+        quiet = {"cwd": cwd, "env": environment, "stdout": subprocess.DEVNULL}
+        subprocess.run(command, stderr=subprocess.DEVNULL, **quiet)
+        valgrind = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command]
+        done = subprocess.run(valgrind, stderr=subprocess.PIPE, text=True, **quiet)
+        counts.append(int(re.search(r"Collected : (\d+)", done.stderr).group(1)))
+    return counts
 
 
 def alternating(count: int, round_: int) -> range:
@@ -165,6 +187,10 @@ print(time.perf_counter() - start)
 """
 
 
+#: `OWN_COST` without the plugin: what the instructions of the TEA pass are counted against.
+OWN_BASE = OWN_COST.split("start = ")[0]
+
+
 def own_cost(paths: Sequence[Path], repeat: int) -> list[float]:
     """The plugin's import and run on each of `paths` in fresh processes (bytecode cached),
     median, the paths interleaved (`alternating`).
@@ -198,11 +224,28 @@ def report(name: str, measured, baseline, target: str, *, added: bool = False) -
     print(f"  target: {target}")
 
 
+def report_counts(measured: int, baseline: int, *, added: bool = False) -> None:
+    """One comparison in instructions (`counted`), as `report` makes it in times."""
+    if added:
+        more = measured - baseline
+        figure = f"added {more / 1e6:7.1f} M = {more / baseline:.3f}x"
+    else:
+        figure = f"ratio {measured / baseline:.2f}x"
+    print(
+        f"  instructions baseline {baseline / 1e6:.1f} M, measured {measured / 1e6:.1f} M: {figure}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", nargs="?", default="2.20.2")
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions too (valgrind)"
+    )
     args = parser.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions needs valgrind on PATH (Debian: apt install valgrind)")
     source = resolve(args.source)
     repeat = args.repeat
     here = Path(__file__).resolve().parent.parent
@@ -214,15 +257,17 @@ def main() -> None:
         shutil.copyfile(NON_SELECTOR, plain)
 
         for path, name in ((selector, "selector"), (plain, "file without a selector")):
-            without, with_tea = interleaved(
-                [flake8(path, tea=False), flake8(path, tea=True)], repeat, tmp
-            )
+            commands = [flake8(path, tea=False), flake8(path, tea=True)]
+            without, with_tea = interleaved(commands, repeat, tmp)
             if name == "selector":
                 baseline = without[0]  # what the plugin's own cost there is set against
             target = "<= 0.15x added" if name == "selector" else "< 5 ms added"
             report(
                 f"flake8 on the {name}, without / with TEA", with_tea, without, target, added=True
             )
+            if args.instructions:
+                fewer, more = counted(commands, tmp)
+                report_counts(more, fewer, added=True)
 
         print("  what the plugin itself costs there, inside a fresh process (median):")
         plain_cost, selector_cost = own_cost([plain, selector], repeat)
@@ -235,15 +280,15 @@ def main() -> None:
 
         guarded = tmp / "guarded.py"
         guarded.write_text(transform(source.path.read_text(), HAZARDS)[0])
-        parse, check = interleaved(
-            [
-                [sys.executable, "-c", f"import ast; ast.parse(open({str(guarded)!r}).read())"],
-                [sys.executable, "-m", "codemods.apply", "--check", str(guarded)],
-            ],
-            repeat,
-            here,
-        )
+        commands = [
+            [sys.executable, "-c", f"import ast; ast.parse(open({str(guarded)!r}).read())"],
+            [sys.executable, "-m", "codemods.apply", "--check", str(guarded)],
+        ]
+        parse, check = interleaved(commands, repeat, here)
         report("codemods.apply --check, already guarded / ast.parse", check, parse, "<= 3x")
+        if args.instructions:
+            parsed, checked = counted(commands, here)
+            report_counts(checked, parsed)
 
         target = tmp / "target.py"
         copy = f"import shutil; shutil.copyfile({str(source.path)!r}, {str(target)!r})"
@@ -255,20 +300,20 @@ def main() -> None:
             f"import runpy, sys; sys.argv = ['codemods.apply', {str(target)!r}];"
             " runpy.run_module('codemods.apply', run_name='__main__')"
         )
-        codegen, applied = interleaved(
-            [
-                [sys.executable, "-c", f"{copy}; {libcst}"],
-                [sys.executable, "-c", f"{copy}; {apply}"],
-            ],
-            repeat,
-            here,
-        )
+        commands = [
+            [sys.executable, "-c", f"{copy}; {libcst}"],
+            [sys.executable, "-c", f"{copy}; {apply}"],
+        ]
+        codegen, applied = interleaved(commands, repeat, here)
         report(
             "codemods.apply FILE, unpatched / libcst parse + codegen (both copy the file first)",
             applied,
             codegen,
             "<= 1.5x",
         )
+        if args.instructions:
+            generated, written = counted(commands, here)
+            report_counts(written, generated)
 
         counts = (0, 4, 16)
         copies = [project(source.path, declared(count), tmp) for count in counts]
@@ -280,6 +325,15 @@ def main() -> None:
                 f"  {count:2d} declared: {first * 1000:7.1f} ms = {first / fresh[0]:.2f}x"
                 f"   / {again * 1000:7.1f} ms = {again / prepared[0]:.2f}x"
             )
+        if args.instructions:
+            commands = [[sys.executable, "-c", OWN_BASE, str(copies[0])]]
+            commands += [[sys.executable, "-c", OWN_COST, str(copy)] for copy in copies]
+            bare, *passes = counted(commands, here)
+            for count, instructions in zip(counts, passes):
+                print(
+                    f"  {count:2d} declared: {(instructions - bare) / 1e6:7.1f} M instructions"
+                    f" = {(instructions - bare) / (passes[0] - bare):.2f}x"
+                )
         print("  target: 16 declared <= 2x none")
 
 
