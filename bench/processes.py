@@ -3,8 +3,9 @@
     python bench/processes.py [SOURCE] [--repeat N] [--instructions]
 
 Every figure is the median of `--repeat` runs, the measured process and its baseline
-interleaved (measured, baseline; baseline, measured; ...) so both see the same machine load. SOURCE is a
-release or anything `selector_patch.sources.resolve` takes (default: 2.20.2). Printed:
+interleaved (baseline, measured; measured, baseline; ...) so both see the same machine load.
+SOURCE is a release or anything `selector_patch.sources.resolve` takes (default: 2.20.2).
+Printed:
 
 - flake8 with TEA installed against the same flake8 without the plugin, on the selector and on a
   file without one (`--select` does not help: every installed plugin runs, flake8 only filters
@@ -32,7 +33,7 @@ With `--instructions` (valgrind needed), each comparison is also made in instruc
 process run once more under valgrind's callgrind, the hash seed fixed, which counts the same on
 every run where this machine's wall and CPU times of one process vary by a fifth and more
 (flake8 on the file without a selector has come out 220 ms slower with a plugin whose own run
-there takes 2 ms). Slower by some fifty times, so a few minutes.
+there takes 2 ms). A process runs some fifty times slower under it: about ten minutes more.
 """
 
 from __future__ import annotations
