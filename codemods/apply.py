@@ -215,6 +215,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--force", action="store_true", help="let --emit-tests replace a file with other content"
     )
+    parser.add_argument(
+        "--te-cxx",
+        metavar="DIR",
+        help="for --emit-tests: the directory of per-release TE C++ trees that answer cuDNN's"
+        " fused-attention query (default $TE_ATTN_GUARDS_TE_CXX)",
+    )
     args = parser.parse_args(argv)
     if args.emit_tests is not None and (args.check or args.diff):
         parser.error(
@@ -235,6 +241,14 @@ def _mode(args: argparse.Namespace, source: SelectorSource) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.te_cxx is not None:
+        from selector_patch.te_cxx import CxxError, name_trees  # not on the pre-commit path
+
+        try:
+            name_trees(args.te_cxx)
+        except CxxError as error:
+            print(error, file=sys.stderr)
+            return 2
     outcomes: list[tuple[Outcome, Config]] = []
     failed = False
     for spec in [*args.sources, *args.te] or ["."]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.sources import SourceError, resolve
+from selector_patch.te_cxx import OPTION_HELP, CxxError, name_trees
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SOURCE_HELP = "TE checkout, selector .py file, `installed`, or a release such as 2.17.1"
@@ -32,6 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("source", help=SOURCE_HELP)
     verify.add_argument("--json", action="store_true", help="print a JSON report")
     verify.add_argument("--hazard", metavar="ID", help="check only this hazard (e.g. TEA001)")
+    verify.add_argument("--te-cxx", metavar="DIR", help=OPTION_HELP)
     table = commands.add_parser(
         "table", help="what the real selector picks per architecture and request, hazards marked"
     )
@@ -41,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     table.add_argument("--format", choices=("markdown", "html"), default="markdown")
     table.add_argument("--output", metavar="FILE", help="write here instead of standard output")
+    table.add_argument("--te-cxx", metavar="DIR", help=OPTION_HELP)
     run = commands.add_parser(
         "run", help="run a Python script with the runtime patch installed when TE is imported"
     )
@@ -69,11 +72,14 @@ def verify_command(args: argparse.Namespace) -> int:
         report = {
             "source": str(source.path),
             "te_version": source.te_version,
+            "fused_assumption": selector.fused_assumption,
             "hazards": [hazard_report.to_json() for hazard_report in reports],
         }
         print(json.dumps(report, indent=2))
     else:
         print(f"{source.path} (TE {source.te_version or 'unknown version'})")
+        if selector.fused_assumption:
+            print(f"  {selector.fused_assumption}")
         for hazard_report in reports:
             print(f"  {hazard_report.summary()}")
     return EXIT_OK if all(hazard_report.ok for hazard_report in reports) else EXIT_FINDINGS
@@ -114,6 +120,11 @@ def _error(line: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "te_cxx", None) is not None:
+        try:
+            name_trees(args.te_cxx)
+        except CxxError as error:
+            return _error(str(error))
     commands = {"verify": verify_command, "table": table_command, "run": run_command}
     return commands[args.command](args)
 

@@ -27,7 +27,7 @@ from selector_patch.project import (
 )
 from selector_patch.registry import HAZARDS, Hazard
 
-KEYS = ("hazards", "skip", "selector-functions")
+KEYS = ("hazards", "skip", "selector-functions", "te-cxx")
 
 
 class Config(NamedTuple):
@@ -83,6 +83,8 @@ def config_from_table(table: Mapping[str, Any], path: Path | None = None) -> Con
         if hazard_id not in known:
             raise ValueError(f"skip[{index}]: unknown hazard {hazard_id!r}")
     functions = tuple(_array(table, "selector-functions", str))
+    if not isinstance(table.get("te-cxx", ""), str):
+        raise ValueError("te-cxx: expected a directory path (the per-release TE C++ trees)")
     return Config(
         hazards=tuple(h for h in (*HAZARDS, *extra) if h.id not in skip),
         selector_functions=functions or DEFAULT_SELECTOR_FUNCTIONS,

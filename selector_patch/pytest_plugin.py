@@ -8,6 +8,11 @@ or of TE; the first fixture request loads the selector (and fetches a release in
     pytest --te-selector PATH_TO_TE_CHECKOUT      # or: a selector .py, `installed`, 2.20.2
     [tool.pytest.ini_options]
     te_selector = "../TransformerEngine"          # relative to the ini file
+    te_cxx = "../te-cxx"                          # TE's C++ per release, for a wheel's selector
+
+A checkout answers cuDNN's fused-attention query with its own C++; a released wheel's selector
+takes it from `--te-cxx` / the `te_cxx` key / `TE_ATTN_GUARDS_TE_CXX`, else the answer is an
+assumption its failure messages state.
 
 The test-side API (`select`, `hazard_cases`, the assertions) is `selector_patch.testing`.
 """
@@ -28,6 +33,11 @@ SOURCE_HELP = (
     "the TE attention selector the te_selector fixture loads: a TE checkout, a selector .py"
     " file, 'installed' or a release such as 2.20.2"
 )
+CXX_INI = "te_cxx"
+CXX_HELP = (
+    "directory of per-release TE C++ trees (<version>/transformer_engine/common/...) that answer"
+    " cuDNN's fused-attention query for a selector without its own"
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,14 +50,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"{SOURCE_HELP} (default: the {INI} ini key)",
     )
     parser.addini(INI, f"{SOURCE_HELP}; a relative path is read from the ini file's directory")
+    group.addoption(
+        "--te-cxx",
+        dest=CXX_INI,
+        metavar="DIR",
+        default=None,
+        help=f"{CXX_HELP} (default: the {CXX_INI} ini key, else $TE_ATTN_GUARDS_TE_CXX)",
+    )
+    parser.addini(CXX_INI, f"{CXX_HELP}; a relative path is read from the ini file's directory")
 
 
-def configured_source(config: pytest.Config) -> str | None:
-    """`--te-selector`, else the ini key (a relative path there is the ini file's neighbour)."""
-    option = config.getoption(INI)
+def _configured(config: pytest.Config, name: str) -> str | None:
+    """The option `name`, else its ini key (a relative path there is the ini file's neighbour)."""
+    option = config.getoption(name)
     if option:
         return option
-    value = config.getini(INI)
+    value = config.getini(name)
     if not value:
         return None
     if config.inipath is not None and not Path(value).is_absolute():
@@ -57,23 +75,32 @@ def configured_source(config: pytest.Config) -> str | None:
     return value
 
 
+def configured_source(config: pytest.Config) -> str | None:
+    """`--te-selector`, else the `te_selector` ini key."""
+    return _configured(config, INI)
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    source = configured_source(config)
-    return [f"te-attn-guards: te_selector = {source}"] if source else []
+    settings = {name: _configured(config, name) for name in (INI, CXX_INI)}
+    return [f"te-attn-guards: {name} = {value}" for name, value in settings.items() if value]
 
 
 @pytest.fixture(scope="session")
-def load_te_selector() -> Callable[["str | Path | SelectorSource"], "SelectorUnderTest"]:
+def load_te_selector(
+    pytestconfig: pytest.Config,
+) -> Callable[["str | Path | SelectorSource"], "SelectorUnderTest"]:
     """Load any TE selector once per session: `load_te_selector("2.17.1").select(...)`.
 
     Takes what `--te-selector` takes (a checkout, a selector file, `installed`, a release
-    version) or a resolved `SelectorSource`; each distinct selector is loaded once.
+    version) or a resolved `SelectorSource`; each distinct selector is loaded once, its fused
+    answers from `--te-cxx` / the `te_cxx` ini key where it has no C++ of its own.
     """
     from selector_patch.harness import LoadError, load_selector
     from selector_patch.sources import SelectorSource, SourceError, resolve
     from selector_patch.testing import SelectorUnderTest
 
     loaded: dict[SelectorSource, SelectorUnderTest] = {}
+    te_cxx = _configured(pytestconfig, CXX_INI)
 
     def load(source: "str | Path | SelectorSource") -> SelectorUnderTest:
         __tracebackhide__ = True
@@ -81,7 +108,7 @@ def load_te_selector() -> Callable[["str | Path | SelectorSource"], "SelectorUnd
             if not isinstance(source, SelectorSource):
                 source = resolve(str(source))
             if source not in loaded:
-                loaded[source] = SelectorUnderTest(load_selector(source))
+                loaded[source] = SelectorUnderTest(load_selector(source, te_cxx=te_cxx))
             return loaded[source]
         except (SourceError, LoadError) as error:
             cause = str(error)

@@ -2,7 +2,7 @@
 
 A `Scenario` is what a user of `DotProductAttention` controls (mode, determinism, dropout, head
 dimensions, `NVTE_*` variables) plus what the machine answers (compute capability, cuDNN, the
-installed flash-attn packages, cuDNN's fused-backend answer). The harness turns it into the
+installed flash-attn packages; cuDNN's fused-backend answer is TE's own C++'s unless overridden). The harness turns it into the
 `AttentionParams` of a given release; the analyzer binds the same facts to the selector's
 names; the codemod's self-check and the runtime patch reuse the very same objects. One
 vocabulary keeps those three judges comparable.
@@ -64,16 +64,25 @@ class Condition:
 
 @dataclass(frozen=True)
 class Scenario:
-    """Inputs of one selector call; defaults are seed 000's reproduction (BF16 BSHD, causal)."""
+    """Inputs of one selector call; defaults are seed 000's reproduction (BF16 BSHD, causal),
+    on cuDNN 9.18.1."""
 
     # the (virtual) machine
     compute_capability: tuple[int, int] = (9, 0)
-    cudnn_version: tuple[int, int, int] = (9, 10, 0)
+    #: A cuDNN that no release's C++ refuses outright (TE 2.6+ refuse F16/BF16 on 9.10.0 and
+    #: 9.10.1, TE 2.14+ refuse sm120 below 9.18.1).
+    cudnn_version: tuple[int, int, int] = (9, 18, 1)
     flash_attn_2: str | None = "2.8.3"
     flash_attn_3: str | None = None
+    #: The flash-attention release whose `hopper/` the installed FA3 was built from (FA3 calls
+    #: itself 3.0.0b1 in each of them, and their interfaces differ).
+    flash_attn_3_source: str = "2.8.3"
     flash_attn_4: str | None = "4.0.0b24"
-    #: cuDNN's answer to TE's fused-backend query: a `FusedAttnBackend` member name.
-    fused_backend: str = "F16_arbitrary_seqlen"
+    #: The nvidia-cutlass-dsl beside flash-attn-4 (4.0.0b24 needs 4.6.2 or newer).
+    cutlass_dsl: str | None = "4.6.2"
+    #: An override of cuDNN's answer to TE's fused-backend query (a `FusedAttnBackend` member
+    #: name); None: TE's own C++ answers, or an assumption where it is not at hand.
+    fused_backend: str | None = None
     # what the user asked for
     deterministic: bool = False
     training: bool = True

@@ -5,8 +5,10 @@ Per hazard it answers three questions against TE's own code on the virtual devic
 - applicable: does the selector have the hazard's backend at all (one of the role's flag names
   occurs in its source), and can its `AttentionParams` ask for the optional features the hazard
   triggers on (`num_splits`, ...)?
-- reachable: does any witness (an input inside the hazard) select that backend? The first one
-  that does is reported.
+- reachable: does any witness (an input inside the hazard) select that backend? Every witness
+  is listed with its answer, the first that reaches the backend named; the witnesses include the
+  default environment (nothing disabled, the packages installed, cuDNN's answer TE's own C++'s
+  where it is at hand), so a hazard users hit without setting anything shows there.
 - controls: for each witness and each of the hazard's controls (inputs just outside it), is the
   backend still selected (passed)? A control *fails* only when the backend was not selected and
   TE's log for that call carries the hazard's own message, i.e. the hazard's guard removed it;
@@ -36,9 +38,14 @@ class ControlReport:
 class HazardReport:
     id: str
     applicable: bool
-    #: The first witness that selects the hazard's backend; None when none does.
-    witness: Scenario | None
+    #: Every witness the release can express, and whether it selected the hazard's backend.
+    witnesses: list[tuple[Scenario, bool]]
     controls: ControlReport
+
+    @property
+    def witness(self) -> Scenario | None:
+        """The first witness that selects the hazard's backend; None when none does."""
+        return next((witness for witness, reached in self.witnesses if reached), None)
 
     @property
     def reachable(self) -> bool:
@@ -50,6 +57,10 @@ class HazardReport:
             "applicable": self.applicable,
             "reachable": self.reachable,
             "witness": self.witness.describe() if self.witness is not None else None,
+            "witnesses": [
+                {"inputs": witness.describe(), "reached": reached}
+                for witness, reached in self.witnesses
+            ],
             "controls": {
                 "passed": self.controls.passed,
                 "failed": self.controls.failed,
@@ -60,7 +71,10 @@ class HazardReport:
     def summary(self) -> str:
         """One line for humans."""
         if self.witness is not None:
-            verdict = f"REACHABLE on {self.witness.sm}"
+            reached = sum(reached for _, reached in self.witnesses)
+            verdict = (
+                f"REACHABLE on {self.witness.sm} ({reached} of {len(self.witnesses)} witnesses)"
+            )
         else:
             verdict = "not reachable" if self.applicable else "not applicable"
         failed = ", ".join(sorted({control["name"] for control in self.controls.failed}))
@@ -110,15 +124,11 @@ def judge_control(selection: Selection, hazard: Hazard) -> str:
 
 def verify_hazard(selector: LoadedSelector, hazard: Hazard) -> HazardReport:
     witnesses = list(hazard.witnesses())
-    reached = next(
-        (
-            witness
-            for witness in witnesses
-            if (selection := _try_select(selector, witness)) is not None
-            and selection.role == hazard.backend
-        ),
-        None,
-    )
+    answered = [
+        (witness, selection.role == hazard.backend)
+        for witness in witnesses
+        if (selection := _try_select(selector, witness)) is not None
+    ]
     controls = ControlReport()
     seen: set[Scenario] = set()
     for witness in witnesses:
@@ -137,7 +147,7 @@ def verify_hazard(selector: LoadedSelector, hazard: Hazard) -> HazardReport:
     return HazardReport(
         id=hazard.id,
         applicable=applicable(selector, hazard),
-        witness=reached,
+        witnesses=answered,
         controls=controls,
     )
 

@@ -9,11 +9,23 @@ once per session; `.loaded` is the harness's `LoadedSelector`. Tests that change
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Callable
 
 import pytest
 
 from selector_patch.sources import SelectorSource, resolve
+from selector_patch.te_cxx import TE_CXX_VARIABLE
+
+#: TE's C++ for 26 releases, test data beside the checkout (`../shared/te-cxx`, see its README).
+#: Wherever it is present the harness's fused answers are TE's own, in this process and in the
+#: processes tests start; where it is absent, the tests that need it skip, saying why.
+TE_CXX = Path(
+    os.environ.get(TE_CXX_VARIABLE) or Path(__file__).resolve().parents[2] / "shared" / "te-cxx"
+)
+if TE_CXX.is_dir():
+    os.environ[TE_CXX_VARIABLE] = str(TE_CXX)
 
 #: The plugin's own tests run inner pytest sessions.
 pytest_plugins = ("pytester",)
@@ -31,12 +43,18 @@ def release() -> Callable[[str], SelectorSource]:
     return get
 
 
+@pytest.fixture(scope="session")
+def te_cxx() -> Path:
+    """The directory of per-release C++ trees; the test skips where it is absent."""
+    if not TE_CXX.is_dir():
+        pytest.skip(f"no TE C++ at {TE_CXX} (../shared/te-cxx beside the checkout)")
+    return TE_CXX
+
+
 # Hypothesis profiles (tests/test_fuzz_differential.py). "ci" is derandomized - the same
 # mutants on every run - and small enough for each CI run (`CI=true` selects it); "dev", the
 # local default, draws new mutants each run; `HYPOTHESIS_PROFILE=long` runs a few hundred.
 # A mutant costs about a second (harness, analyzer, codemod and harness again), so no deadline.
-import os  # noqa: E402
-
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 _FUZZ = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -28,11 +28,21 @@ def _flash_attn_bwd(q, deterministic=False):
 """
 
 
+#: What TE imports from flash-attn-4's interface (2.20.2's backends.py): a tree without these
+#: fails TE's import, and TE reports FA4 as installed but unusable.
+TE_IMPORTS = """
+def flash_attn_func(*args, **kwargs): ...
+def flash_attn_varlen_func(*args, **kwargs): ...
+def _flash_attn_fwd(*args, **kwargs): ...
+def _validate_head_dims(head_dim, head_dim_v, compute_capability, alignment): ...
+"""
+
+
 def kernel_tree(root: Path, interface: str, version: str | None = "4.0.0b99") -> Path:
     """A directory laid out like site-packages: `flash_attn/cute/` and its dist-info."""
     package = root / "flash_attn" / "cute"
     package.mkdir(parents=True)
-    (package / "interface.py").write_text(textwrap.dedent(interface))
+    (package / "interface.py").write_text(textwrap.dedent(interface) + TE_IMPORTS)
     if version is not None:
         info = root / f"flash_attn_4-{version}.dist-info"
         info.mkdir()

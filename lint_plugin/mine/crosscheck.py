@@ -7,6 +7,12 @@ AST, GUARDED only if the backend is off at every return whatever else holds) and
 candidate's witnesses). Both reachable: UNGUARDED, with the harness's witness; neither:
 guarded; a selector without the backend: not-applicable. When they differ the verdict is
 `disagreement`: a bug in one judge, reported as such and never settled by picking a side.
+
+Before either judge, TE's own import-time code has a say the selector cannot see: from TE 2.2,
+`backends.py` installs a flash-attn release only where TE supports it (flash-attn 2.7.2.post1
+is not installed on SM 10.0+, which need 2.7.3). The harness runs that code; on an architecture
+where it leaves the kernel's release uninstalled, TE cannot pick the backend at all, and the
+case is guarded there, saying so.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from lint_plugin.mine.candidates import candidate, matches, same_hazard
 from lint_plugin.mine.devices import Arch
 from lint_plugin.mine.findings import Case
 from selector_patch.harness import load_selector
-from selector_patch.registry import Hazard
+from selector_patch.registry import PACKAGE_FIELD, Hazard
 from selector_patch.scenario import Scenario
 from selector_patch.sources import SelectorSource, SourceError, read_text
 from selector_patch.verify import verify_hazard
@@ -66,6 +72,15 @@ class Judges:
         self.function = functions[0]
 
     def judge(self, hazard: Hazard) -> Judgement:
+        witness = next(hazard.witnesses())
+        if self.selector.installed(hazard.backend, witness) is False:
+            version = getattr(witness, PACKAGE_FIELD[hazard.backend])
+            return Judgement(
+                GUARDED,
+                None,
+                f"TE does not install {hazard.role.display} {version} on {witness.sm}: its"
+                " kernel wiring refuses that release there",
+            )
         static = analyze_hazard(self.module, self.function, hazard)
         report = verify_hazard(self.selector, hazard)
         detail = f"analyzer: {static.detail}; harness: {report.summary()}"

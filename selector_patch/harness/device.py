@@ -2,10 +2,12 @@
 
 A loaded selector asks the machine four kinds of question: TE's helpers
 (`get_device_compute_capability`, `get_cudnn_version`, `is_in_onnx_export_mode`), `torch.cuda`,
-package metadata ("which flash-attn is installed", asked at import time by TE 1.x - 2.1) and
-cuDNN's fused-backend query through the compiled extension. `VirtualDevice` holds the answers for
-the scenario being run; the stand-ins handed to the selector read it at the moment they are
-asked, so one loaded module can be moved from one device to the next between calls.
+package metadata ("which flash-attn is installed", asked at import time by TE 1.x - 2.1 and by
+`backends.py` from 2.2) and, through the compiled extension, TE's C++ fused-attention query, which
+asks the same machine `cuda::sm_arch` and `cudnnGetVersion` (`sm_arch`, `cudnn_runtime_version`).
+`VirtualDevice` holds the answers for the scenario being run; the stand-ins handed to the selector
+read it at the moment they are asked, so one loaded module can be moved from one device to the
+next between calls.
 
 The virtual machine has one CUDA GPU, declared by its compute capability, and `torch.cuda`
 answers what that declares: availability, device 0, the capability, and a name and properties
@@ -38,6 +40,8 @@ DISTRIBUTION_ROLES = {
     "flash-attn-3": "FA3",
     "flash-attn-4": "FA4",
 }
+#: The CUTLASS DSL flash-attn-4 compiles with; TE 2.19+ gate FA4 4.0.0b24 on its version.
+CUTLASS_DSL = "nvidia-cutlass-dsl"
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,10 @@ class Machine:
     cudnn_version: tuple[int, int, int]
     #: Installed version per flash-attn role, None where not installed.
     flash_attn: tuple[tuple[str, str | None], ...]
+    #: The installed nvidia-cutlass-dsl, which flash-attn-4 builds its kernels with.
+    cutlass_dsl: str | None = None
+    #: The flash-attention release FA3 was built from (`Scenario.flash_attn_3_source`).
+    flash_attn_3_source: str = ""
 
     @classmethod
     def of(cls, scenario: Scenario) -> "Machine":
@@ -55,15 +63,29 @@ class Machine:
             scenario.compute_capability,
             scenario.cudnn_version,
             tuple((role, getattr(scenario, field)) for role, field in PACKAGE_FIELD.items()),
+            scenario.cutlass_dsl,
+            scenario.flash_attn_3_source,
         )
+
+    @property
+    def sm_arch(self) -> int:
+        """The compute capability as TE's C++ `cuda::sm_arch` answers it: 90 for (9, 0)."""
+        major, minor = self.compute_capability
+        return 10 * major + minor
+
+    @property
+    def cudnn_runtime_version(self) -> int:
+        """cuDNN's version as `cudnnGetVersion()` returns it, the number TE's C++ compares:
+        91801 for 9.18.1, 8907 for 8.9.7 (cuDNN 9 moved the major digit up by one place)."""
+        major, minor, patch = self.cudnn_version
+        return major * (10000 if major >= 9 else 1000) + minor * 100 + patch
 
     def installed(self, role: str) -> str | None:
         return dict(self.flash_attn)[role]
 
     @property
     def sm(self) -> str:
-        major, minor = self.compute_capability
-        return f"sm{10 * major + minor}"
+        return f"sm{self.sm_arch}"
 
     def __str__(self) -> str:
         packages = ", ".join(
@@ -78,12 +100,13 @@ def _normalized(distribution: str) -> str:
 
 
 class VirtualDevice:
-    """The machine and cuDNN answer currently pinned; read live by every stand-in below."""
+    """The machine currently pinned, and the fused answer's override if the scenario gives one
+    (None: TE's C++ answers); read live by every stand-in below."""
 
-    def __init__(self, machine: Machine, fused_backend: str) -> None:
+    def __init__(self, machine: Machine, fused_backend: str | None = None) -> None:
         self.pin(machine, fused_backend)
 
-    def pin(self, machine: Machine, fused_backend: str) -> None:
+    def pin(self, machine: Machine, fused_backend: str | None) -> None:
         self.machine = machine
         self.fused_backend = fused_backend
 
@@ -108,10 +131,14 @@ class VirtualDevice:
 
     # package metadata (importlib.metadata.version)
     def package_version(self, distribution: str) -> str:
-        role = DISTRIBUTION_ROLES.get(_normalized(distribution))
-        if role is None:
+        name = _normalized(distribution)
+        role = DISTRIBUTION_ROLES.get(name)
+        if role is not None:
+            version = self.machine.installed(role)
+        elif name == CUTLASS_DSL:
+            version = self.machine.cutlass_dsl
+        else:
             return importlib.metadata.version(distribution)
-        version = self.machine.installed(role)
         if version is None:
             raise importlib.metadata.PackageNotFoundError(distribution)
         return version

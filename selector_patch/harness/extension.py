@@ -1,33 +1,54 @@
 """A stand-in for `transformer_engine_torch`, TE's compiled extension.
 
-Of the extension, a selector needs only cuDNN's fused-attention answer and the enum it is spelt in;
-everything else it touches (other enums, FP8 tensor indices) is opaque. The answer is the
-`NVTE_Fused_Attn_Backend` member named by the scenario, with the value TE's C++ header gives it,
-because TE 2.19+ converts it with `int()` and compares integers, while older releases compare the
-member itself against their `FusedAttnBackend` dict. Each release's extension has exactly the
-members its Python side names (TE 2.19+ asserts so at import, and 2.19 dropped
-`F16_max512_seqlen`), so members come into existence when the release first names them. TE 2.20
-made the query return `(backend, reject_message)`; the shape is read off how the selector unpacks
-the call.
+Of the extension, a selector needs cuDNN's fused-attention answer and the enums that answer and
+its arguments are spelt in; everything else it touches (FP8 tensor indices, other enums' uses) is
+opaque. Where TE's C++ is at hand (`selector_patch.te_cxx`), the answer is TE's own query,
+compiled: its arguments are converted as pybind11 converts them (an enum member must be of the
+parameter's enum, a negative number cannot become a `size_t`, ...), it runs on the virtual
+device's compute capability, cuDNN version and environment, what it prints joins the
+selection's log, and what it throws is the `RuntimeError` pybind11 raises. Its enums are the C++
+headers' enums under their C++ names, valued as the compiler values them, because TE 2.19+
+convert the answer with `int()` and compare integers while older releases compare members.
+
+Which members pybind11 registers is TE's `pybind.cpp`, which the trees do not hold, and it is a
+subset (`tex.DType` lacks the header's `kInt16`, `kInt64`, ...). TE's Python side names exactly
+the members it uses, and from 2.18 asserts at import that it names every registered one (2.19
+dropped `F16_max512_seqlen`). So members come into existence as the release names them. Without
+TE's C++ (a wheel-only release whose sources are not public), the answer is a stated assumption,
+`ASSUMED_BACKEND`, and only `NVTE_Fused_Attn_Backend` is real, with the values of
+`BACKEND_VALUES`. A scenario's explicit `fused_backend` is an override that wins either way. TE 2.20 made the query return
+`(backend, reject_message)`; the shape is read off how the selector unpacks the call.
 """
 
 from __future__ import annotations
 
 import ast
+import operator
+from typing import Any, Callable, Mapping
 
+from selector_patch import scoped_env
 from selector_patch.harness.device import VirtualDevice
 from selector_patch.harness.opaque import OpaqueModule
+from selector_patch.te_cxx.query import FusedQuery, QueryFailure
 
-#: `NVTE_Fused_Attn_Backend` in transformer_engine/common/include/transformer_engine/fused_attn.h
+BACKEND_ENUM = "NVTE_Fused_Attn_Backend"
+#: `NVTE_Fused_Attn_Backend` in transformer_engine/common/include/transformer_engine/fused_attn.h,
+#: for an extension without TE's C++.
 BACKEND_VALUES = {
     "NVTE_No_Backend": -1,
     "NVTE_F16_max512_seqlen": 0,
     "NVTE_F16_arbitrary_seqlen": 1,
     "NVTE_FP8": 2,
 }
+NO_BACKEND = "NVTE_No_Backend"
+#: The fused answer assumed where TE's C++ is not at hand.
+ASSUMED_BACKEND = "F16_arbitrary_seqlen"
 QUERY = "get_fused_attn_backend"
 #: What the extension says when it rejects a configuration; TE only logs it.
 REJECT_MESSAGE = "rejected by cuDNN on the virtual device"
+#: The range of each C integer type pybind11 converts to (`te_cxx.translation_unit.SCALARS`).
+_INTEGER_BITS = {"int": 32, "int32_t": 32, "int64_t": 64, "long": 64}
+_UNSIGNED_BITS = {"size_t": 64, "uint32_t": 32, "uint64_t": 64}
 
 
 def returns_reject_message(tree: ast.Module) -> bool:
@@ -44,12 +65,14 @@ def returns_reject_message(tree: ast.Module) -> bool:
     return False
 
 
-class BackendMember:
-    """A member of the pybind11 enum: named, convertible to int, equal by value."""
+class EnumMember:
+    """A member of a pybind11 enum: named, convertible to int, equal within its enum by value
+    (and to the plain integer of that value)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, enum: str, name: str, value: int) -> None:
+        self.enum = enum
         self.name = name
-        self.value = BACKEND_VALUES[name]
+        self.value = value
 
     def __int__(self) -> int:
         return self.value
@@ -57,33 +80,44 @@ class BackendMember:
     __index__ = __int__
 
     def __eq__(self, other: object) -> bool:
-        try:
-            return self.value == int(other)  # type: ignore[call-overload]
-        except (TypeError, ValueError):
-            return NotImplemented
+        if isinstance(other, EnumMember):
+            return other.enum == self.enum and other.value == self.value
+        if isinstance(other, int):
+            return other == self.value
+        return NotImplemented
 
     def __hash__(self) -> int:
         return hash(self.value)
 
     def __repr__(self) -> str:
-        return f"<NVTE_Fused_Attn_Backend.{self.name}: {self.value}>"
+        return f"<{self.enum}.{self.name}: {self.value}>"
 
     def __str__(self) -> str:
-        return f"NVTE_Fused_Attn_Backend.{self.name}"
+        return f"{self.enum}.{self.name}"
 
 
-class _BackendEnumType(type):
-    def __getattr__(cls, name: str) -> BackendMember:
-        if name not in BACKEND_VALUES:
-            raise AttributeError(name)
-        member = cls.__members__[name] = BackendMember(name)
+class _EnumType(type):
+    """An enum class whose members come into existence as they are named."""
+
+    def __getattr__(cls, name: str) -> EnumMember:
+        values = cls.__dict__["_values"]
+        if name not in values:
+            raise AttributeError(f"type object {cls.__name__!r} has no attribute {name!r}")
+        member = cls.__members__[name] = EnumMember(cls.__name__, name, values[name])
         setattr(cls, name, member)
         return member
 
+    def member(cls, value: int) -> EnumMember:
+        """The member of `value`, as pybind11 returns it from C++ (named "???" when none is)."""
+        for name, candidate in cls.__dict__["_values"].items():
+            if candidate == value:
+                return getattr(cls, name)
+        return EnumMember(cls.__name__, "???", value)
 
-def backend_enum() -> type:
-    """A fresh `NVTE_Fused_Attn_Backend` whose members appear as the release names them."""
-    return _BackendEnumType("NVTE_Fused_Attn_Backend", (), {"__members__": {}})
+
+def enum_type(name: str, values: Mapping[str, int]) -> _EnumType:
+    """A fresh enum `name` whose members take `values` once the selector names them."""
+    return _EnumType(name, (), {"__members__": {}, "_values": dict(values)})
 
 
 def member_name(fused_backend: str) -> str:
@@ -95,17 +129,94 @@ def member_name(fused_backend: str) -> str:
     return name
 
 
-def extension_module(device: VirtualDevice, *, with_reject_message: bool) -> OpaqueModule:
-    """`transformer_engine_torch` answering the fused-backend query from `device`."""
-    enum_type = backend_enum()
+def _incompatible(index: int, parameter, value: object) -> TypeError:
+    return TypeError(
+        f"{QUERY}(): incompatible function arguments: argument {index + 1}"
+        f" ({parameter.name}: {parameter.type}) cannot take {value!r}"
+    )
 
-    def get_fused_attn_backend(*_args, **_kwargs):
-        backend = getattr(enum_type, member_name(device.fused_backend))
+
+def _converted(index: int, parameter, value: object, enums: Mapping[str, type]) -> Any:
+    """`value` as pybind11 converts it to the C++ parameter, or its `TypeError`."""
+    if parameter.kind == "enum":
+        if isinstance(value, EnumMember):
+            if value.enum != parameter.enum or parameter.enum not in enums:
+                raise _incompatible(index, parameter, value)
+            return value.value
+        # TE 2.18+ pass their Python `DType` (an IntEnum of the extension's values): the
+        # extension converts integers to its enums
+        if isinstance(value, int) and not isinstance(value, bool):
+            return int(value)
+        raise _incompatible(index, parameter, value)
+    if parameter.kind == "bool":
+        if value is None or isinstance(value, (bool, int)) or type(value).__name__ == "bool_":
+            return bool(value)
+        raise _incompatible(index, parameter, value)
+    if parameter.kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _incompatible(index, parameter, value)
+        return float(value)
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise _incompatible(index, parameter, value) from None
+    if parameter.kind == "unsigned":
+        low, high = 0, (1 << _UNSIGNED_BITS[parameter.type]) - 1
+    else:
+        bits = _INTEGER_BITS[parameter.type]
+        low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if not low <= number <= high:
+        raise _incompatible(index, parameter, value)
+    return number
+
+
+def _query_arguments(query: FusedQuery, args: tuple, kwargs: dict, enums: Mapping[str, type]):
+    parameters = query.parameters
+    if len(args) > len(parameters) or set(kwargs) - {p.name for p in parameters[len(args) :]}:
+        raise TypeError(f"{QUERY}(): incompatible function arguments ({len(parameters)} taken)")
+    given = list(args) + [kwargs[p.name] for p in parameters[len(args) :] if p.name in kwargs]
+    if len(given) != len(parameters):
+        raise TypeError(f"{QUERY}(): incompatible function arguments ({len(parameters)} taken)")
+    return [_converted(i, p, v, enums) for i, (p, v) in enumerate(zip(parameters, given))]
+
+
+def extension_module(
+    device: VirtualDevice,
+    query: FusedQuery | None,
+    log: Callable[[str], None],
+    *,
+    with_reject_message: bool,
+) -> OpaqueModule:
+    """`transformer_engine_torch` answering the fused-backend query on `device`: TE's own
+    `query` where it is at hand (what it prints goes to `log`), else the assumption."""
+    if query is None:
+        enums = {BACKEND_ENUM: enum_type(BACKEND_ENUM, BACKEND_VALUES)}
+    else:
+        enums = {name: enum_type(name, values) for name, values in query.enums.items()}
+    backends = enums[BACKEND_ENUM]
+
+    def answer(*args, **kwargs) -> EnumMember:
+        override = device.fused_backend
+        if override is not None:
+            return getattr(backends, member_name(override))
+        if query is None:
+            return getattr(backends, member_name(ASSUMED_BACKEND))
+        arguments = _query_arguments(query, args, kwargs, enums)
+        machine = device.machine
+        try:
+            value, printed = query(
+                machine.sm_arch, machine.cudnn_runtime_version, scoped_env.lookup, arguments
+            )
+        except QueryFailure as failure:
+            raise RuntimeError(str(failure)) from None
+        for line in printed:
+            log(line)
+        return backends.member(value)
+
+    def get_fused_attn_backend(*args, **kwargs):
+        backend = answer(*args, **kwargs)
         if not with_reject_message:
             return backend
-        return backend, REJECT_MESSAGE if backend.name == "NVTE_No_Backend" else ""
+        return backend, REJECT_MESSAGE if backend.name == NO_BACKEND else ""
 
-    return OpaqueModule(
-        "transformer_engine_torch",
-        {QUERY: get_fused_attn_backend, "NVTE_Fused_Attn_Backend": enum_type},
-    )
+    return OpaqueModule("transformer_engine_torch", {QUERY: get_fused_attn_backend, **enums})

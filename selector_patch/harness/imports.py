@@ -5,9 +5,13 @@ against its package), but nothing it imports touches `sys.modules`: its `__built
 `__import__` that answers from a per-load table. Two releases, or a release and its mutant, can
 then be loaded side by side in one process. What the table answers:
 
-- `transformer_engine_torch`, `flash_attn*` / `flashattn*`: stand-ins (the machine lacks them);
+- `transformer_engine_torch`, `flash_attn*` / `flashattn*`: stand-ins (the machine lacks them),
+  those whose functions TE's import-time code wires in answered by `kernels` for the machine
+  pinned at the time of the import;
 - `transformer_engine.*`: opaque modules, except `EXECUTED_MODULES`, which run from the tree's
-  own source because the selector compares cuDNN's answer against the enums they define;
+  own source because the selector passes and compares the enum members they map to (TE's dtype,
+  layout, mask, bias and backend names), and modules `register`ed (the selector's own module,
+  for the kernel wiring that imports it);
 - `torch`, `os`, `logging`, `warnings`, `importlib.metadata`: the views given by the loader;
 - anything else: the real import.
 
@@ -31,8 +35,11 @@ from selector_patch.harness.opaque import OpaqueModule
 
 TE_PACKAGE = "transformer_engine"
 EXTENSION = "transformer_engine_torch"
-#: TE modules run from source: they define `FusedAttnBackend` and the layout/mask/bias enums.
-EXECUTED_MODULES = frozenset({"transformer_engine.pytorch.cpp_extensions.fused_attn"})
+#: TE modules run from source: they map TE's names to the extension's enum members
+#: (`FusedAttnBackend`, the layout / mask / bias / softmax dicts, `TE_DType`).
+EXECUTED_MODULES = frozenset(
+    {"transformer_engine.pytorch.cpp_extensions.fused_attn", "transformer_engine.pytorch.constants"}
+)
 
 _private_names = (f"_te_attn_guards_module_{n}" for n in itertools.count())
 
@@ -53,11 +60,13 @@ class PrivateImports:
         builtin_overrides: Mapping[str, Callable[..., Any]],
         answers: Mapping[str, Callable[..., Any]],
         preset: Mapping[str, types.ModuleType],
+        kernels: Callable[[str], types.ModuleType | None],
     ) -> None:
         self.root = root
         self.views = dict(views)
         self.answers = dict(answers)
         self.modules: dict[str, types.ModuleType] = dict(preset)
+        self.kernels = kernels
         self.builtins = {**vars(builtins), **builtin_overrides, "__import__": self.import_}
 
     def import_(self, name, globals=None, locals=None, fromlist=(), level=0):
@@ -70,6 +79,9 @@ class PrivateImports:
             return self.views[top]
         if not _is_missing_from_machine(absolute):
             return builtins.__import__(absolute, globals, locals, fromlist, 0)
+        kernel = self.kernels(absolute) if fromlist else None
+        if kernel is not None:  # not kept: the next machine may have another release
+            return kernel
         module = self._module(absolute)
         if not fromlist:
             return self.modules[top]
@@ -101,6 +113,13 @@ class PrivateImports:
             setattr(parent, leaf, module)
         return module
 
+    def register(self, name: str, module: types.ModuleType) -> None:
+        """Answer imports of `name` with `module`, linked as an attribute of its parent."""
+        parent_name, _, leaf = name.rpartition(".")
+        self.modules[name] = module
+        if parent_name:
+            setattr(self._module(parent_name), leaf, module)
+
     def _source_path(self, name: str) -> Path | None:
         if self.root is None:
             return None
@@ -129,6 +148,13 @@ class PrivateImports:
         module.__package__ = package
         module.__builtins__ = self.builtins
         return module
+
+
+def dotted_name(path: Path, root: Path | None) -> str:
+    """The dotted name a file of a TE tree is imported as (its stem alone outside a tree)."""
+    if root is None:
+        return path.stem
+    return ".".join(path.relative_to(root).with_suffix("").parts)
 
 
 def execute(code: types.CodeType, module: types.ModuleType) -> None:

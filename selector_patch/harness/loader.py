@@ -10,9 +10,15 @@ wrapper installed there (the runtime patch) is what runs. Whatever the selector'
 raises, at import or while selecting, is a `LoadError` of one line naming the file
 (`failures`): fork code fails in ways no release does.
 
-TE 2.2+ is imported once; its installed packages are pinned per call through
-`FlashAttentionUtils`. TE 1.x - 2.1 decide which flash-attn is usable at import, from package
-metadata and the device, so they are imported once per machine, each import seeing that machine.
+TE 2.2+ is imported once; what its kernel wiring (`backends.py`) concludes from the installed
+packages is pinned per call through `FlashAttentionUtils` (`wiring`, `pinning`). TE 1.x - 2.1
+decide which flash-attn is usable at import, from package metadata and the device, so they are
+imported once per machine, each import seeing that machine.
+
+cuDNN's fused-attention answer is TE's own C++ query where the source's TE has it at hand
+(`selector_patch.te_cxx`: the checkout's own `transformer_engine/common`, else the directory of
+per-release trees named by `te_cxx` or `TE_ATTN_GUARDS_TE_CXX`); elsewhere it is an assumption,
+and `fused_assumption` says so in one sentence every result carries.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import inspect
 import threading
 import types
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import torch
 
@@ -31,20 +37,32 @@ from selector_patch import scoped_env
 from selector_patch.harness.calling import call_selector, input_names
 from selector_patch.harness.device import Machine, MetadataView, TorchView, VirtualDevice
 from selector_patch.harness.extension import (
+    ASSUMED_BACKEND,
     extension_module,
     member_name,
     returns_reject_message,
 )
 from selector_patch.harness.failures import LoadError, SelectionError, describe, located
-from selector_patch.harness.imports import EXTENSION, TE_PACKAGE, PrivateImports, execute
+from selector_patch.harness.imports import (
+    EXTENSION,
+    TE_PACKAGE,
+    PrivateImports,
+    dotted_name,
+    execute,
+)
+from selector_patch.harness.kernels import kernel_module
 from selector_patch.harness.logs import LoggingView, LogSink, WarningsView
 from selector_patch.harness.opaque import OpaqueModule
 from selector_patch.harness.params import attention_params_kwargs
 from selector_patch.harness.pinning import ModuleState, pins_packages
 from selector_patch.harness.returns import return_layout
 from selector_patch.harness.selection import Selection, UnreadableResult, interpret
+from selector_patch.harness.wiring import Wiring, find_wiring
+from selector_patch.roles import ROLES
 from selector_patch.scenario import Scenario
-from selector_patch.sources import SelectorSource, resolve
+from selector_patch.sources import SelectorSource, SourceError, resolve
+from selector_patch.te_cxx import CxxError, configured_trees, locate
+from selector_patch.te_cxx.query import FusedQuery, load
 
 SELECTOR = "get_attention_backend"
 #: TE computes its log level at import from these; the harness always wants the debug lines.
@@ -55,19 +73,40 @@ ENV_PREFIX = "NVTE_"
 class _Import:
     """One execution of the selector module, and the state to restore before each call."""
 
-    def __init__(self, module: types.ModuleType) -> None:
+    def __init__(self, module: types.ModuleType, wire: Callable[[], None] | None) -> None:
         self.module = module
-        self.state = ModuleState(module, module.__dict__[SELECTOR])
+        self.state = ModuleState(module, module.__dict__[SELECTOR], wire)
+
+
+def _fused_query(source: SelectorSource, te_cxx: Path | str | None) -> FusedQuery | None:
+    """TE's compiled query for `source`, or None where no C++ is at hand."""
+    try:
+        tree = locate(source.root, source.te_version, configured_trees(te_cxx))
+        return load(tree) if tree is not None else None
+    except CxxError as error:
+        where, _, cause = str(error).partition(": ")
+        raise LoadError(where, cause) from None
 
 
 class LoadedSelector:
-    """A selector module loaded on the virtual device."""
+    """A selector module loaded on the virtual device.
 
-    def __init__(self, source: SelectorSource, text: str) -> None:
+    `te_cxx` names the directory of per-release C++ trees (see `selector_patch.te_cxx.locate`).
+    """
+
+    def __init__(self, source: SelectorSource, text: str, te_cxx: Path | str | None = None) -> None:
         self.source = source
         self.path = source.path
         self.te_version = source.te_version
         self.text = text
+        self._query = _fused_query(source, te_cxx)
+        #: "fused answer assumed: ... (no TE C++ for 2.20.2)", or None where TE's C++ answers.
+        self.fused_assumption = (
+            None
+            if self._query is not None
+            else f"fused answer assumed: {ASSUMED_BACKEND}"
+            f" (no TE C++ for {source.te_version or self.path})"
+        )
         try:
             tree = ast.parse(text, str(self.path))
         except SyntaxError as error:
@@ -76,11 +115,11 @@ class LoadedSelector:
             ) from None
         self._code = compile(tree, str(self.path), "exec")
         self._layout = return_layout(tree, SELECTOR)
-        self._package = _package_of(source)
+        self._package = dotted_name(source.path, source.root).rpartition(".")[0]
         self._lock = threading.Lock()
         self._sink = LogSink()
         default = Scenario()
-        self._device = VirtualDevice(Machine.of(default), default.fused_backend)
+        self._device = VirtualDevice(Machine.of(default))
         answers = self._device.queries()
         self._imports = PrivateImports(
             source.root,
@@ -95,12 +134,16 @@ class LoadedSelector:
             answers=answers,
             preset={
                 EXTENSION: extension_module(
-                    self._device, with_reject_message=returns_reject_message(tree)
+                    self._device,
+                    self._query,
+                    self._sink.print,
+                    with_reject_message=returns_reject_message(tree),
                 ),
                 TE_PACKAGE: OpaqueModule(
                     TE_PACKAGE, {**answers, "__version__": self.te_version or "0+unknown"}
                 ),
             },
+            kernels=self._kernel,
         )
         self._imported: dict[Machine, _Import] = {}
         self._default = self._import_on(Machine.of(default))
@@ -122,6 +165,18 @@ class LoadedSelector:
             )
             return self._run(module.__dict__, kwargs, scenario)
 
+    def installed(self, role: str, scenario: Scenario) -> bool | None:
+        """Whether TE counts `role`'s package as installed on the scenario's machine, as its own
+        import-time code left it (`backends.py`'s version gate from TE 2.2, the selector module's
+        in TE 1.12 - 2.1); None for a dialect without such a flag."""
+        with self.pinned(scenario) as module:
+            for expression in ROLES[role].installed:
+                owner, _, attribute = expression.rpartition(".")
+                holder = module.__dict__.get(owner) if owner else module
+                if holder is not None and hasattr(holder, attribute):
+                    return bool(getattr(holder, attribute))
+        return None
+
     @contextlib.contextmanager
     def pinned(self, scenario: Scenario) -> Iterator[types.ModuleType]:
         """The selector's module as it runs on the scenario's device, with its `NVTE_*`
@@ -130,7 +185,8 @@ class LoadedSelector:
         A backward will run iff autograd records the call: that is how a caller says it, while
         `DotProductAttention` builds the params and selects.
         """
-        member_name(scenario.fused_backend)  # reject a misspelt answer before running
+        if scenario.fused_backend is not None:
+            member_name(scenario.fused_backend)  # reject a misspelt override before running
         with (
             self._lock,
             scoped_env.overridden(dict(scenario.env), hide_prefix=ENV_PREFIX),
@@ -139,7 +195,7 @@ class LoadedSelector:
             machine = Machine.of(scenario)
             imported = self._import_on(machine) if self._per_machine else self._default
             self._device.pin(machine, scenario.fused_backend)
-            imported.state.reset(machine.flash_attn)
+            imported.state.reset(machine, machine.flash_attn)
             self._sink.take()
             yield imported.module
 
@@ -162,7 +218,7 @@ class LoadedSelector:
         if imported is not None:
             return imported
         module = self._imports.new_module(self.path, package=self._package)
-        self._device.pin(machine, self._device.fused_backend)
+        self._device.pin(machine, None)
         try:
             with scoped_env.overridden(IMPORT_ENV, hide_prefix=ENV_PREFIX):
                 execute(self._code, module)
@@ -172,24 +228,49 @@ class LoadedSelector:
             ) from error
         if not isinstance(inspect.unwrap(module.__dict__.get(SELECTOR)), types.FunctionType):
             raise LoadError(self.path, f"defines no {SELECTOR} function")
-        imported = self._imported[machine] = _Import(module)
+        imported = self._imported[machine] = _Import(module, self._wire_for(module))
         return imported
 
+    def _wire_for(self, module: types.ModuleType) -> Callable[[], None] | None:
+        """Running TE's kernel wiring into `module` on the pinned machine, where it has one."""
+        if not pins_packages(module):
+            return None
+        try:
+            wiring = find_wiring(self.path, self.source.root)
+        except (OSError, SyntaxError, UnicodeDecodeError) as error:
+            raise LoadError(self.path, f"cannot read its kernel wiring: {describe(error)}") from None
+        if wiring is None:
+            return None
+        self._imports.register(dotted_name(self.path, self.source.root), module)
+        return lambda: self._run_wiring(wiring)
 
-def _package_of(source: SelectorSource) -> str:
-    """The dotted package the file lives in, for its relative imports ("" outside a TE tree)."""
-    if source.root is None:
-        return ""
-    relative = source.path.relative_to(source.root).with_suffix("")
-    return ".".join(relative.parts[:-1])
+    def _run_wiring(self, wiring: Wiring) -> None:
+        machine = self._device.machine
+        try:
+            wiring.run(self._imports)
+        except (SourceError, LoadError) as error:  # a kernel release's source could not be had
+            raise LoadError(wiring.path, f"on {machine}: {error}") from None
+        except Exception as error:
+            raise LoadError(
+                located(wiring.path, error), f"kernel wiring on {machine} failed: {describe(error)}"
+            ) from error
+
+    def _kernel(self, name: str) -> types.ModuleType | None:
+        machine = self._device.machine
+        return kernel_module(name, dict(machine.flash_attn), machine.flash_attn_3_source)
 
 
 def load_selector(
-    source: SelectorSource | str | Path, *, text: str | None = None
+    source: SelectorSource | str | Path,
+    *,
+    text: str | None = None,
+    te_cxx: Path | str | None = None,
 ) -> LoadedSelector:
     """Load the selector of `source`: a resolved source, or any spec `sources.resolve` takes.
 
     `text` replaces the file's contents; the module still lives at the file's place in its tree.
+    `te_cxx` names the directory of per-release C++ trees (else `TE_ATTN_GUARDS_TE_CXX`, else
+    the working directory's `[tool.te-attn-guards] te-cxx`).
     """
     if not isinstance(source, SelectorSource):
         source = resolve(str(source))
@@ -198,4 +279,4 @@ def load_selector(
             text = source.path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
             raise LoadError(source.path, f"cannot read: {error}") from None
-    return LoadedSelector(source, text)
+    return LoadedSelector(source, text, te_cxx)

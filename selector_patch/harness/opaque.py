@@ -10,20 +10,36 @@ and `@no_torch_dynamo()` leave the decorated function intact). Anything the sele
 depends on (hardware queries, cuDNN's answer) is not opaque: `OpaqueModule` takes those as
 explicit `answers`. An opaque value must never decide a branch, so testing its truth raises
 `OpaqueDecision`, naming the value: the cue to add an answer rather than a silent guess.
+
+Some module bodies turn such a value into an integer as they import: TE 2.18+ cache the FP8
+tensor indices, `int(tex.FP8FwdTensors.GEMM1_INPUT)`, values of TE's `pytorch/csrc` enums that
+no tree here holds. There an opaque value converts to a placeholder of its own, a negative number
+far from any index or enum value, so that what only stores it imports, and what would use it as
+an index (the FP8 scaling tensors, which the harness never builds) cannot silently succeed.
 """
 
 from __future__ import annotations
 
+import itertools
 import types
 from typing import Any, Callable, Mapping
+
+#: Placeholders for opaque values converted to integers, each distinct (see the module doc).
+_placeholders = itertools.count(-(1 << 48), -1)
 
 
 class OpaqueDecision(Exception):
     """The selector branched on a value the virtual device has no answer for."""
 
 
+#: Attributes of an opaque value that are what the selector has named of it, as an enum's are.
+MEMBERS = "__members__"
+
+
 def _new_attribute(owner: Any, owner_name: str, name: str) -> type:
     """An opaque attribute, kept on `owner`; dunder lookups (typing, inspect) find nothing."""
+    if name == MEMBERS:  # TE 2.18+ check at import that they name every member of tex's enums
+        return {k: v for k, v in vars(owner).items() if isinstance(v, _OpaqueMeta)}
     if name.startswith("__") and name.endswith("__"):
         raise AttributeError(name)
     value = opaque(f"{owner_name}.{name}")
@@ -41,6 +57,11 @@ class _OpaqueMeta(type):
     def __bool__(cls) -> bool:
         raise OpaqueDecision(f"the selector branched on {cls.__qualname__}, which has no answer")
 
+    def __index__(cls) -> int:
+        return cls.__dict__["_opaque_placeholder"]
+
+    __int__ = __index__
+
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if len(args) == 1 and not kwargs and isinstance(args[0], (types.FunctionType, type)):
             return args[0]
@@ -56,7 +77,11 @@ class _OpaqueMeta(type):
 
 def opaque(qualname: str) -> type:
     """A fresh opaque value named `qualname` (the name shows up in TE's debug log)."""
-    namespace = {"__qualname__": qualname, "_opaque_derived": {}}
+    namespace = {
+        "__qualname__": qualname,
+        "_opaque_derived": {},
+        "_opaque_placeholder": next(_placeholders),
+    }
     return _OpaqueMeta(qualname.rsplit(".", 1)[-1], (), namespace)
 
 

@@ -1,4 +1,4 @@
-"""Per-call state of a loaded selector: put back what the last call changed, pin the packages.
+"""Per-call state of a loaded selector: put back what the last call changed, pin the machine.
 
 The selector is not a pure function. It writes module globals (TE 2.1 lowers
 `_flash_attn_max_version`, sets `_use_flash_attn_3`) and `FlashAttentionUtils` class attributes
@@ -7,18 +7,18 @@ The selector is not a pure function. It writes module globals (TE 2.1 lowers
 are those written by the selector and by the module's functions it calls: a fork's selector may
 dispatch to module-level functions that hold the filters (and write the globals).
 
-From TE 2.2 on, which flash-attn packages are installed lives on `FlashAttentionUtils`, filled in
-by `backends.py` at import: it sets `version` / `fa3_version` / `fa4_version` and calls the
-matching setter. `ModuleState.pin` does the same for the scenario's packages (the setter, not a
-copy of it, derives the `v2_*_plus` flags), once per package set, and replays the result.
-TE 1.x - 2.1 read the packages at import instead; the loader imports those once per machine.
+From TE 2.2 on, what the installed flash-attn packages allow lives on `FlashAttentionUtils`,
+filled in by TE's own wiring at import (`wiring`). `ModuleState` runs that wiring on each
+machine the first time it is pinned, from the class's pristine state, and replays the class
+state it leaves on every later call on that machine. TE 1.x - 2.1 read the packages in the
+selector's own module at import instead; the loader imports those once per machine.
 """
 
 from __future__ import annotations
 
 import inspect
 import types
-from typing import Any
+from typing import Any, Callable, Hashable
 
 from packaging.version import Version
 
@@ -26,7 +26,7 @@ from selector_patch.bytecode import reached_functions, written_globals
 from selector_patch.roles import ROLES
 
 UTILS_CLASS = "FlashAttentionUtils"
-#: The `FlashAttentionUtils` setter TE's backends.py calls after recording each role's version.
+#: The `FlashAttentionUtils` setter TE's wiring calls after recording each role's version.
 SETTERS = {
     "FA2": "set_flash_attention_version",
     "FA3": "set_flash_attention_3_params",
@@ -35,12 +35,9 @@ SETTERS = {
 
 
 def _class_state(cls: type) -> dict[str, Any]:
-    return {
-        name: value
-        for name, value in vars(cls).items()
-        if not name.startswith("__")
-        and not isinstance(value, (staticmethod, classmethod, property, types.FunctionType))
-    }
+    """Everything the class holds but its dunders (functions assigned as attributes included:
+    the wiring installs FA4's validator as one)."""
+    return {name: value for name, value in vars(cls).items() if not name.startswith("__")}
 
 
 def pins_packages(module: types.ModuleType) -> bool:
@@ -50,9 +47,18 @@ def pins_packages(module: types.ModuleType) -> bool:
 
 
 class ModuleState:
-    """Snapshot of one imported selector module's mutable state."""
+    """Snapshot of one imported selector module's mutable state.
 
-    def __init__(self, module: types.ModuleType, selector: types.FunctionType) -> None:
+    `wire` runs TE's wiring on the machine pinned at the time (None: the selector has none, see
+    `wiring`, and the packages' versions are recorded through the setters).
+    """
+
+    def __init__(
+        self,
+        module: types.ModuleType,
+        selector: types.FunctionType,
+        wire: Callable[[], None] | None,
+    ) -> None:
         namespace = module.__dict__
         self._namespace = namespace
         reached = reached_functions(inspect.unwrap(selector))
@@ -60,27 +66,36 @@ class ModuleState:
         self._globals = {name: namespace[name] for name in written if name in namespace}
         self._utils = namespace.get(UTILS_CLASS) if pins_packages(module) else None
         self._pristine = _class_state(self._utils) if self._utils is not None else {}
-        self._pinned: dict[tuple, dict[str, Any]] = {}
+        self._wire = wire
+        self._pinned: dict[Hashable, dict[str, Any]] = {}
 
-    def reset(self, flash_attn: tuple[tuple[str, str | None], ...]) -> None:
-        """Restore the import-time globals and pin `flash_attn` ((role, version) pairs)."""
+    def reset(self, machine: Hashable, flash_attn: tuple[tuple[str, str | None], ...]) -> None:
+        """Restore the import-time globals and the class state TE's wiring leaves on `machine`
+        (whose installed flash-attn packages are `flash_attn`, (role, version) pairs)."""
         self._namespace.update(self._globals)
         if self._utils is None:
             return
-        pinned = self._pinned.get(flash_attn)
+        pinned = self._pinned.get(machine)
         if pinned is None:
-            pinned = self._pinned[flash_attn] = self._pin(flash_attn)
-        for name, value in pinned.items():
-            setattr(self._utils, name, value)
+            pinned = self._pinned[machine] = self._pin(flash_attn)
+        self._restore(pinned)
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        utils = self._utils
+        for name in set(_class_state(utils)) - set(state):
+            delattr(utils, name)
+        for name, value in state.items():
+            setattr(utils, name, value)
 
     def _pin(self, flash_attn: tuple[tuple[str, str | None], ...]) -> dict[str, Any]:
-        utils = self._utils
-        for name, value in self._pristine.items():
-            setattr(utils, name, value)
+        self._restore(self._pristine)
+        if self._wire is not None:
+            self._wire()
+            return _class_state(self._utils)
         for role, version in flash_attn:
-            setter = getattr(utils, SETTERS[role], None)
+            setter = getattr(self._utils, SETTERS[role], None)
             if version is None or setter is None:
                 continue  # not installed, or a package this release does not know
-            setattr(utils, ROLES[role].versions[0].rpartition(".")[2], Version(version))
+            setattr(self._utils, ROLES[role].versions[0].rpartition(".")[2], Version(version))
             setter()
-        return _class_state(utils)
+        return _class_state(self._utils)

@@ -49,6 +49,8 @@ def _hazard_legend(data: TableData) -> dict[str, tuple[str, str]]:
 def render(data: TableData) -> str:
     lines = [f"# Attention backend selected by TE {data['te_version'] or ''}".rstrip(), ""]
     lines += [f"Selector: `{data['source']}`", ""]
+    if data["fused_assumption"]:
+        lines += [f"> {data['fused_assumption']}", ""]
     for variant in data["variants"]:
         lines += _table(data, variant)
     lines += [f"**{WARNING_SIGN} bold**: {data['hazard_cell']}.", ""]

@@ -19,7 +19,8 @@ from selector_patch.scenario import Scenario
 from selector_patch.sources import SelectorSource
 from selector_patch.table.columns import Column, architectures, table_columns
 
-#: The table's JSON form: {"source", "te_version", "hazard_cell", "columns", "variants"}.
+#: The table's JSON form: {"source", "te_version", "fused_assumption", "hazard_cell", "columns",
+#: "variants"}.
 TableData = dict[str, Any]
 #: What a cell says when the release's `AttentionParams` cannot express the request.
 UNREPRESENTABLE = "not expressible"
@@ -115,6 +116,7 @@ def build(
     return {
         "source": str(source.path),
         "te_version": source.te_version,
+        "fused_assumption": selector.fused_assumption,
         "hazard_cell": HAZARD_CELL,
         "columns": [_column_data(column) for column in columns],
         "variants": variants,

@@ -104,6 +104,13 @@ def _embedded(data: TableData) -> str:
     return json.dumps(data, indent=1).replace("<", "\\u003c")
 
 
+def _assumption(data: TableData) -> str:
+    """The fused answer's assumption, where TE's C++ was not at hand, as a paragraph."""
+    if not data["fused_assumption"]:
+        return ""
+    return f'<p class="source">{html.escape(data["fused_assumption"])}</p>\n'
+
+
 def render(data: TableData) -> str:
     title = html.escape(f"Attention backend selected by TE {data['te_version'] or ''}".rstrip())
     return f"""<!DOCTYPE html>
@@ -116,7 +123,7 @@ def render(data: TableData) -> str:
 <body>
 <h1>{title}</h1>
 <div class="source">{html.escape(data["source"])}</div>
-<div id="tables"></div>
+{_assumption(data)}<div id="tables"></div>
 <noscript>This page builds its tables with JavaScript.</noscript>
 <script type="application/json" id="table-data">{_embedded(data)}</script>
 <script>{_SCRIPT}</script>

@@ -40,6 +40,8 @@ class BackendChoice:
     request: Scenario
     params: Mapping[str, Any]
     te_version: str | None
+    #: "fused answer assumed: ... (no TE C++ for ...)", or None where TE's C++ answered.
+    fused_assumption: str | None = None
 
     @property
     def backend(self) -> str:
@@ -92,6 +94,7 @@ class BackendChoice:
             f"{release_name(self.te_version)} on {self.request.sm} chose "
             f"{self.chosen()}; available: {', '.join(self.available) or 'none'}",
             f"request: {describe(inputs) or '(the defaults)'}",
+            *([self.fused_assumption] if self.fused_assumption else []),
             "TE's log for this call:",
             *(f"  {line}" for line in self.log),
         ]
@@ -118,6 +121,12 @@ class SelectorUnderTest:
         """The fields of this release's `AttentionParams`."""
         return self.loaded.params_fields
 
+    @property
+    def fused_assumption(self) -> str | None:
+        """What cuDNN's fused answer is assumed to be where TE's C++ is not at hand; None where
+        TE's own C++ answers."""
+        return self.loaded.fused_assumption
+
     def select(self, request: Scenario | None = None, /, **inputs: Any) -> BackendChoice:
         """Run TE's `get_attention_backend` for `inputs` (changes to `request`, if given).
 
@@ -139,7 +148,9 @@ class SelectorUnderTest:
         except LoadError as error:  # the selector's own code raised: its file, line and cause
             cause = str(error)
         else:
-            return BackendChoice(selection, scenario, params, self.te_version)
+            return BackendChoice(
+                selection, scenario, params, self.te_version, self.loaded.fused_assumption
+            )
         pytest.fail(cause, pytrace=False)
 
     def __repr__(self) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from selector_patch.harness.kernels import provide
 from selector_patch.sources import SourceError, wheel_tree, wheel_version
 
 #: The backend role TE runs it as.
@@ -78,4 +79,5 @@ def from_directory(path: Path) -> KernelSource:
         raise SourceError(
             root, f"no {DIST_INFO_NAME}-*.dist-info beside flash_attn/: cannot tell the version"
         )
+    provide(DISTRIBUTION, version, root)  # the harness's FA4 of that version is this tree
     return KernelSource(root, version)

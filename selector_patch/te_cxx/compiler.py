@@ -1,0 +1,74 @@
+"""Compile a translation unit into a shared library, once per source text and compiler.
+
+The unit is a few hundred lines of TE's C++ and takes about half a second to compile, so each
+library is cached under the per-user cache (`sources.cache_dir()/te-cxx/`), named by a hash of
+the unit's text, the compiler's identity and the flags: a new release, an edited checkout or a
+new compiler gets a library of its own, and an unchanged tree is never compiled twice. The
+library is written under a temporary name and renamed into place, so processes compiling the
+same unit at once each see a whole file. The compiler is `$CXX`, else `g++` or `c++` from PATH.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from selector_patch.sources import cache_dir
+from selector_patch.te_cxx.errors import CxxError
+from selector_patch.te_cxx.translation_unit import TranslationUnit
+
+FLAGS = ("-std=c++17", "-O1", "-shared", "-fPIC", "-w")
+COMPILERS = ("g++", "c++")
+
+
+@functools.lru_cache(maxsize=1)
+def compiler() -> tuple[str, str]:
+    """The compiler's path and its `--version` line; a `CxxError` when there is none."""
+    configured = os.environ.get("CXX")
+    candidates = (configured,) if configured else COMPILERS
+    for candidate in candidates:
+        path = shutil.which(candidate)
+        if path is None:
+            continue
+        version = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, check=False
+        ).stdout.partition("\n")[0]
+        return path, version
+    wanted = f"$CXX ({configured})" if configured else " or ".join(COMPILERS)
+    raise CxxError("TE's fused-attention query", f"needs a C++ compiler: no {wanted} on PATH")
+
+
+def library(unit: TranslationUnit) -> Path:
+    """The compiled library of `unit`, compiled now unless the cache has it."""
+    path, version = compiler()
+    key = hashlib.sha256("\0".join((unit.text, version, *FLAGS)).encode()).hexdigest()[:24]
+    built = cache_dir() / "te-cxx" / f"query-{key}.so"
+    if built.is_file():
+        return built
+    built.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="te-cxx-", dir=built.parent) as scratch:
+        source = Path(scratch) / "query.cpp"
+        source.write_text(unit.text, encoding="utf-8")
+        output = Path(scratch) / built.name
+        result = subprocess.run(
+            [path, *FLAGS, "-o", str(output), str(source)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise CxxError(unit.entry_file, f"does not compile as TE's query: {_first_error(result.stderr)}")
+        os.replace(output, built)
+    return built
+
+
+def _first_error(diagnostics: str) -> str:
+    for line in diagnostics.splitlines():
+        if "error" in line:
+            return line.split("error:", 1)[-1].strip()
+    return diagnostics.strip().splitlines()[-1] if diagnostics.strip() else "the compiler failed"

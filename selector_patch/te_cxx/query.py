@@ -1,0 +1,121 @@
+"""TE's compiled fused-attention query, called through `ctypes` with the virtual machine's answers.
+
+`FusedQuery` holds one tree's compiled query (`compiler.library`) and its enums as TE's headers
+value them. A call passes the machine (compute capability as `cuda::sm_arch` answers it, cuDNN's
+version as `cudnnGetVersion` does, and a lookup into the environment the Python side of the call
+sees) and the arguments already converted to C (`parameters` says each one's kind; converting
+Python values as pybind11 does is the extension stand-in's job). It returns the backend's value
+and what TE printed; an exception TE's C++ throws (an `NVTE_CHECK`) comes back as `QueryFailure`
+with TE's message, as pybind11 turns it into a `RuntimeError`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from pathlib import Path
+from typing import Callable, Sequence
+
+from selector_patch.te_cxx.compiler import library
+from selector_patch.te_cxx.translation_unit import Parameter, TranslationUnit, build
+
+#: The C type of each parameter type the trampoline declares (enums travel as `long long`).
+C_TYPES = {
+    "bool": ctypes.c_bool,
+    "float": ctypes.c_float,
+    "double": ctypes.c_double,
+    "int": ctypes.c_int,
+    "int32_t": ctypes.c_int32,
+    "int64_t": ctypes.c_int64,
+    "long": ctypes.c_long,
+    "size_t": ctypes.c_size_t,
+    "uint32_t": ctypes.c_uint32,
+    "uint64_t": ctypes.c_uint64,
+}
+#: Room for what one call prints and for TE's exception message.
+BUFFER = 1 << 14
+EnvironmentLookup = ctypes.CFUNCTYPE(
+    ctypes.c_long, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char), ctypes.c_size_t
+)
+
+
+class _Machine(ctypes.Structure):
+    """`te_attn_guards::Machine` in `prelude.h`."""
+
+    _fields_ = [
+        ("sm_arch", ctypes.c_int),
+        ("cudnn_version", ctypes.c_size_t),
+        ("environment_lookup", EnvironmentLookup),
+    ]
+
+
+class QueryFailure(Exception):
+    """TE's C++ threw: its message, as pybind11 raises it (a `RuntimeError` in Python)."""
+
+
+def _c_type(parameter: Parameter):
+    return ctypes.c_longlong if parameter.kind == "enum" else C_TYPES[parameter.type]
+
+
+class FusedQuery:
+    """One tree's `get_fused_attn_backend`, compiled."""
+
+    def __init__(self, unit: TranslationUnit, path: Path) -> None:
+        self.unit = unit
+        self.parameters = unit.parameters
+        compiled = ctypes.CDLL(str(path))
+        self._query = compiled.te_attn_guards_query
+        self._query.restype = ctypes.c_int
+        self._query.argtypes = [
+            ctypes.POINTER(_Machine),
+            *map(_c_type, unit.parameters),
+            ctypes.POINTER(ctypes.c_longlong),
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+        ]
+        listing = compiled.te_attn_guards_enums
+        listing.restype = ctypes.c_char_p
+        #: Each enum's members and their values, as TE's headers give them.
+        self.enums: dict[str, dict[str, int]] = {}
+        for row in listing().decode().splitlines():
+            enum, member, value = row.split(" ")
+            self.enums.setdefault(enum, {})[member] = int(value)
+
+    def __call__(
+        self,
+        sm_arch: int,
+        cudnn_version: int,
+        environment: Callable[[str], str | None],
+        arguments: Sequence[object],
+    ) -> tuple[int, tuple[str, ...]]:
+        """The backend's value and the lines TE printed; `QueryFailure` when TE threw."""
+
+        def lookup(name: bytes, buffer, size: int) -> int:
+            value = environment(name.decode())
+            if value is None:
+                return -1
+            encoded = value.encode()[: size - 1]
+            ctypes.memmove(buffer, encoded, len(encoded))
+            return len(encoded)
+
+        machine = _Machine(sm_arch, cudnn_version, EnvironmentLookup(lookup))
+        backend = ctypes.c_longlong()
+        log = ctypes.create_string_buffer(BUFFER)
+        error = ctypes.create_string_buffer(BUFFER)
+        status = self._query(
+            ctypes.byref(machine), *arguments, ctypes.byref(backend), log, BUFFER, error, BUFFER
+        )
+        printed = tuple(line for line in log.value.decode(errors="replace").splitlines() if line)
+        if status != 0:
+            raise QueryFailure(error.value.decode(errors="replace"))
+        return backend.value, printed
+
+
+@functools.lru_cache(maxsize=None)
+def load(root: Path) -> FusedQuery:
+    """The compiled query of the tree at `root` (the directory holding `transformer_engine/`),
+    built and compiled on first use in this process; a `CxxError` when it cannot be run."""
+    unit = build(root)
+    return FusedQuery(unit, library(unit))
