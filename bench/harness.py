@@ -7,7 +7,10 @@ Prints:
   imports lazily would be paid (the harness hands TE eager stand-ins for `torch.compile` and
   `torch.compiler`, so `torch._dynamo` / `torch._inductor` are not among them);
 - selections per second over the whole witness + control grid of the registry, for 2.20.2 and for
-  the 29-release sweep.
+  the 29-release sweep;
+- for 2.18.0, whose fused-attention answer is TE's compiled C++ (when `TE_ATTN_GUARDS_TE_CXX`
+  names the trees), selections per second with that answer against the same grid with the
+  answer given as an override (`fused_backend`, no C++ called): the C++ query's own cost.
 
 Usage: python bench/harness.py [--repeat N]
 """
@@ -95,6 +98,16 @@ def main() -> None:
         f"selections/s, sweep of {len(sources)} releases (median) {statistics.median(rates):9.0f}"
     )
     print(f"selections/s, sweep of {len(sources)} releases (min)    {min(rates):9.0f}")
+
+    with_cxx = selectors["2.18.0"]
+    if with_cxx.fused_assumption is not None:
+        print(f"2.18.0: {with_cxx.fused_assumption}; no C++ query to measure")
+        return
+    overridden = [s.with_changes({"fused_backend": "F16_arbitrary_seqlen"}) for s in scenarios]
+    cxx = selections_per_second(with_cxx, scenarios, args.repeat)
+    given = selections_per_second(with_cxx, overridden, args.repeat)
+    print(f"selections/s, 2.18.0 grid, answer given (baseline) {given:9.0f}")
+    print(f"selections/s, 2.18.0 grid, TE's C++ answers       {cxx:9.0f}  ratio {cxx / given:5.2f}")
 
 
 if __name__ == "__main__":

@@ -65,8 +65,9 @@ def _selects(selector: "LoadedSelector", case: HazardCase) -> bool:
 
 def chosen_cases(
     source: SelectorSource, original: str, patched: str, hazards: Sequence[Hazard]
-) -> list[HazardTests]:
-    """Per hazard, the cases to write down, as the selector's own code answers them."""
+) -> tuple[list[HazardTests], str | None]:
+    """Per hazard, the cases to write down, as the selector's own code answers them; and what
+    the fused answer was assumed to be where TE's C++ was not at hand (None where it was)."""
     from selector_patch.harness import load_selector
 
     before = load_selector(source, text=original)
@@ -80,7 +81,7 @@ def chosen_cases(
             if _selects(before, case) and _selects(after, case)
         ]
         chosen.append(HazardTests(hazard, witnesses, controls))
-    return chosen
+    return chosen, before.fused_assumption
 
 
 def _comment(text: str, indent: str = "") -> list[str]:
@@ -135,8 +136,9 @@ def render(
     source: SelectorSource,
     directory: Path,
     chosen: Sequence[HazardTests],
+    fused_assumption: str | None = None,
 ) -> str:
-    """The test module's text."""
+    """The test module's text; `fused_assumption` as `chosen_cases` gives it."""
     where = source.path.relative_to(source.root).as_posix() if source.root else source.path.name
     version = f"TE {source.te_version}" if source.te_version else "TE"
     lines = [
@@ -149,7 +151,12 @@ def render(
             "neighbouring requests outside the hazard, where TE must still choose it. The "
             "tests run TE's own selector on a virtual device (no GPU) through te-attn-guards' "
             "pytest plugin; every input a case does not name keeps the plugin's default "
-            f"({DEFAULTS}).",
+            f"({DEFAULTS}). "
+            + (
+                f"When the cases were chosen, {fused_assumption}."
+                if fused_assumption
+                else "cuDNN's fused-attention answer is TE's own C++."
+            ),
             WIDTH,
         ),
         '"""',
@@ -207,10 +214,10 @@ def emit(
             f" ({error})"
         ) from None
     try:
-        chosen = chosen_cases(source, original, patched, hazards)
+        chosen, fused_assumption = chosen_cases(source, original, patched, hazards)
     except LoadError as error:  # one line: the selector file and what its code did
         raise FileError(f"{path}: cannot run the selector to choose the cases: {error}") from None
-    data = render(source, directory, chosen).encode("utf-8")
+    data = render(source, directory, chosen, fused_assumption).encode("utf-8")
     if path.is_file() and path.read_bytes() == data:
         return path
     if path.exists() and not force:

@@ -10,6 +10,7 @@ once per session; `.loaded` is the harness's `LoadedSelector`. Tests that change
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Callable
 
@@ -19,13 +20,22 @@ from selector_patch.sources import SelectorSource, resolve
 from selector_patch.te_cxx import TE_CXX_VARIABLE
 
 #: TE's C++ for 26 releases, test data beside the checkout (`../shared/te-cxx`, see its README).
-#: Wherever it is present the harness's fused answers are TE's own, in this process and in the
-#: processes tests start; where it is absent, the tests that need it skip, saying why.
+#: Wherever it is present (and a compiler is) the harness's fused answers are TE's own, in this
+#: process and in the processes tests start; elsewhere the tests that need it skip, saying why.
 TE_CXX = Path(
     os.environ.get(TE_CXX_VARIABLE) or Path(__file__).resolve().parents[2] / "shared" / "te-cxx"
 )
-if TE_CXX.is_dir():
+NO_TE_CXX = (
+    f"no TE C++ at {TE_CXX} (../shared/te-cxx beside the checkout)"
+    if not TE_CXX.is_dir()
+    else None
+    if shutil.which(os.environ.get("CXX") or "g++") or shutil.which("c++")
+    else "no C++ compiler on PATH to compile TE's C++ with"
+)
+if NO_TE_CXX is None:
     os.environ[TE_CXX_VARIABLE] = str(TE_CXX)
+else:
+    os.environ.pop(TE_CXX_VARIABLE, None)
 
 #: The plugin's own tests run inner pytest sessions.
 pytest_plugins = ("pytester",)
@@ -45,9 +55,9 @@ def release() -> Callable[[str], SelectorSource]:
 
 @pytest.fixture(scope="session")
 def te_cxx() -> Path:
-    """The directory of per-release C++ trees; the test skips where it is absent."""
-    if not TE_CXX.is_dir():
-        pytest.skip(f"no TE C++ at {TE_CXX} (../shared/te-cxx beside the checkout)")
+    """The directory of per-release C++ trees; the test skips where it or a compiler is absent."""
+    if NO_TE_CXX is not None:
+        pytest.skip(NO_TE_CXX)
     return TE_CXX
 
 

@@ -38,6 +38,7 @@ from lint_plugin.mine.findings import Case
 from lint_plugin.mine.report import Kernel, report_json, to_text
 from selector_patch.config import ConfigError, load_config
 from selector_patch.harness import LoadError
+from selector_patch.te_cxx import OPTION_HELP, CxxError, name_trees
 from selector_patch.registry import HAZARDS
 from selector_patch.sources import SourceError, resolve
 
@@ -79,6 +80,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="ID",
         help="switch a registry or configured hazard off (repeatable)",
     )
+    parser.add_argument("--te-cxx", metavar="DIR", help=OPTION_HELP)
     return parser.parse_args(argv)
 
 
@@ -147,6 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     results: list[tuple[Kernel, list[Verdict], dict, tuple]] = []
     try:
+        if args.te_cxx is not None:
+            name_trees(args.te_cxx)
         loaders = _sources(args)
         source = resolve(args.te)
         config = load_config(source.path)
@@ -161,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             verdicts = crosscheck(found, judges, known)
             declared = declarations(verdicts, taken=configured | {h.id for h in HAZARDS})
             results.append((kernel, verdicts, declared, notes))
-    except (SourceError, LoadError, ConfigError) as error:
+    except (SourceError, LoadError, ConfigError, CxxError) as error:
         print(f"python -m lint_plugin.mine: {error}", file=sys.stderr)
         return EXIT_ERROR
     releases = [history.Release(kernel.version, verdicts) for kernel, verdicts, _, _ in results]
