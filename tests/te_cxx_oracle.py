@@ -47,7 +47,7 @@ def _reader(parameter, unit: TranslationUnit, enums: dict[str, tuple[str, ...]])
             f'[&]() -> long long {{ {cases} throw std::runtime_error("unknown member " + token); }}());'
         )
     if parameter.kind == "bool":
-        return f"  in >> token;\n  const bool {name} = token == \"1\";"
+        return f'  in >> token;\n  const bool {name} = token == "1";'
     return f"  {parameter.type} {name};\n  in >> {name};"
 
 

@@ -19,7 +19,9 @@ from selector_patch.scenario import Scenario
 from selector_patch.verify import verify_hazard
 
 #: Seed 000 with nothing set: TE 2.18.0 on sm120, deterministic training, cuDNN 9.18.1.
-SEED_000_DEFAULT = Scenario(compute_capability=(12, 0), deterministic=True, cudnn_version=(9, 18, 1))
+SEED_000_DEFAULT = Scenario(
+    compute_capability=(12, 0), deterministic=True, cudnn_version=(9, 18, 1)
+)
 
 
 @pytest.fixture(scope="module")

@@ -111,4 +111,3 @@ def test_cudnn_runtime_version_is_cudnn_get_versions_number():
     assert Machine((9, 0), (9, 18, 1), ()).cudnn_runtime_version == 91801
     assert Machine((9, 0), (8, 9, 7), ()).cudnn_runtime_version == 8907
     assert Machine((12, 1), (9, 10, 0), ()).sm_arch == 121
-

@@ -43,10 +43,12 @@ def test_fa2_outside_tes_supported_range_is_not_installed(release):
     assert not _utils(te_2_2, Scenario(flash_attn_2="2.8.3"))["is_installed"]
     assert _utils(te_2_2, Scenario(flash_attn_2="2.7.4.post1"))["is_installed"]
     te_2_10 = load_selector(release("2.10.0"))
-    assert _utils(te_2_10, Scenario(flash_attn_2="2.7.2", compute_capability=(9, 0)))["is_installed"]
-    assert not _utils(
-        te_2_10, Scenario(flash_attn_2="2.7.2", compute_capability=(10, 0))
-    )["is_installed"]
+    assert _utils(te_2_10, Scenario(flash_attn_2="2.7.2", compute_capability=(9, 0)))[
+        "is_installed"
+    ]
+    assert not _utils(te_2_10, Scenario(flash_attn_2="2.7.2", compute_capability=(10, 0)))[
+        "is_installed"
+    ]
 
 
 @pytest.mark.parametrize("version", FA4_SELECTOR)
@@ -57,8 +59,10 @@ def test_fa4s_own_validator_decides_its_head_dims(version, release):
         Scenario(compute_capability=(10, 0), head_dim_qk=160, head_dim_v=160, env=FA4_OFF)
     )
     assert refused.role != "FA4"
-    assert any("Disabling FlashAttention 4 due to unsupported head dimensions" in line
-               for line in refused.log)
+    assert any(
+        "Disabling FlashAttention 4 due to unsupported head dimensions" in line
+        for line in refused.log
+    )
     accepted = loaded.select(Scenario(compute_capability=(10, 0), env=FA4_OFF))
     assert accepted.role == "FA4"
 
@@ -77,6 +81,6 @@ def test_fa3s_softcap_probe_reads_its_real_signatures(release):
     loaded = load_selector(release("2.20.2"))
     fa3 = {"flash_attn_3": "3.0.0b1"}
     assert _utils(loaded, Scenario(**fa3, flash_attn_3_source="2.8.3"))["fa3_supports_softcap"]
-    assert not _utils(
-        loaded, Scenario(**fa3, flash_attn_3_source="2.7.2.post1")
-    )["fa3_supports_softcap"]
+    assert not _utils(loaded, Scenario(**fa3, flash_attn_3_source="2.7.2.post1"))[
+        "fa3_supports_softcap"
+    ]

@@ -128,6 +128,7 @@ def test_embedded_data_cannot_end_its_script_element():
     data = {
         "source": "</script><b>x</b>",
         "te_version": None,
+        "fused_assumption": None,
         "hazard_cell": "",
         "columns": [],
         "variants": [],

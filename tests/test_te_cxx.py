@@ -65,7 +65,10 @@ def test_the_query_answers_as_its_source_says(te_cxx):
     value, printed = query(120, 91801, _unset, _arguments(query, deterministic=True))
     assert value == backends["NVTE_No_Backend"]
     assert printed == ("Warning: Deterministic fused attention on SM120 is not supported.",)
-    assert query(120, 91801, _unset, _arguments(query)) == (backends["NVTE_F16_arbitrary_seqlen"], ())
+    assert query(120, 91801, _unset, _arguments(query)) == (
+        backends["NVTE_F16_arbitrary_seqlen"],
+        (),
+    )
     # "9.10.0/9.10.1: known bugs with SDPA F16"
     assert query(90, 91000, _unset, _arguments(query))[0] == backends["NVTE_No_Backend"]
     assert query(90, 91801, _unset, _arguments(query))[0] == backends["NVTE_F16_arbitrary_seqlen"]
@@ -93,11 +96,20 @@ def test_the_query_reads_the_environment_the_call_sees(te_cxx):
         for p, value in zip(
             query.parameters,
             [
-                None, None,
+                None,
+                None,
                 enums["NVTE_QKV_Layout"]["NVTE_BS3HD"],
                 enums["NVTE_Bias_Type"]["NVTE_NO_BIAS"],
                 enums["NVTE_Mask_Type"]["NVTE_CAUSAL_MASK"],
-                0.0, 8, 8, 128, 128, 64, 64, -1, 0,
+                0.0,
+                8,
+                8,
+                128,
+                128,
+                64,
+                64,
+                -1,
+                0,
             ],
         )
     ]
@@ -141,7 +153,10 @@ def test_arguments_are_converted_as_pybind11_converts_them(te_cxx):
 def test_only_members_the_python_side_names_exist(te_cxx):
     """pybind11 registers a subset of each C++ enum; TE 2.18+ assert they name all of it."""
     tex = extension_module(
-        VirtualDevice(Machine.of(Scenario())), load(te_cxx / "2.18.0"), print, with_reject_message=False
+        VirtualDevice(Machine.of(Scenario())),
+        load(te_cxx / "2.18.0"),
+        print,
+        with_reject_message=False,
     )
     assert tex.DType.__members__ == {}
     assert int(tex.DType.kFloat16) == 5  # transformer_engine.h: kFloat16 = 5
@@ -159,7 +174,9 @@ def _tree_with(te_cxx: Path, tmp_path: Path, old: str, new: str) -> Path:
 
 
 def test_a_tree_that_does_not_compile_is_one_line_naming_it(te_cxx, release, tmp_path):
-    trees = _tree_with(te_cxx, tmp_path, "NVTE_Fused_Attn_Backend backend =", "NVTE_Fused_Attn_Backend backend = !")
+    trees = _tree_with(
+        te_cxx, tmp_path, "NVTE_Fused_Attn_Backend backend =", "NVTE_Fused_Attn_Backend backend = !"
+    )
     with pytest.raises(LoadError) as raised:
         load_selector(release("2.18.0"), te_cxx=trees)
     message = str(raised.value)
@@ -171,14 +188,18 @@ def test_a_tree_that_does_not_compile_is_one_line_naming_it(te_cxx, release, tmp
         cwd=REPO,
     )
     assert completed.returncode == 2, completed.stderr
-    assert completed.stderr.count("\n") == 1 and "does not compile as TE's query" in completed.stderr
+    assert (
+        completed.stderr.count("\n") == 1 and "does not compile as TE's query" in completed.stderr
+    )
     assert "Traceback" not in completed.stderr
 
 
 def test_a_tree_without_the_query_is_one_line(te_cxx, tmp_path):
     trees = _tree_with(te_cxx, tmp_path, "nvte_get_fused_attn_backend(", "renamed_query(")
     shutil.rmtree(trees / "2.18.0" / "transformer_engine" / "pytorch")  # no wrapper either
-    with pytest.raises(CxxError, match="defines no transformer_engine::pytorch::get_fused_attn_backend"):
+    with pytest.raises(
+        CxxError, match="defines no transformer_engine::pytorch::get_fused_attn_backend"
+    ):
         build(trees / "2.18.0")
 
 
@@ -202,7 +223,15 @@ def test_a_named_directory_must_exist(tmp_path, monkeypatch):
     with pytest.raises(CxxError, match="no such directory"):
         configured_trees()
     completed = subprocess.run(
-        [sys.executable, "-m", "selector_patch", "verify", "2.18.0", "--te-cxx", str(tmp_path / "x")],
+        [
+            sys.executable,
+            "-m",
+            "selector_patch",
+            "verify",
+            "2.18.0",
+            "--te-cxx",
+            str(tmp_path / "x"),
+        ],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -215,7 +244,9 @@ def test_a_checkout_answers_with_its_own_cxx(te_cxx, release, tmp_path, monkeypa
     checkout = tmp_path / "TransformerEngine"
     shutil.copytree(release("2.18.0").root / "transformer_engine", checkout / "transformer_engine")
     shutil.copytree(
-        te_cxx / "2.18.0" / "transformer_engine", checkout / "transformer_engine", dirs_exist_ok=True
+        te_cxx / "2.18.0" / "transformer_engine",
+        checkout / "transformer_engine",
+        dirs_exist_ok=True,
     )
     monkeypatch.delenv(TE_CXX_VARIABLE, raising=False)
     monkeypatch.chdir(tmp_path)

@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping
 
 from selector_patch import scoped_env
 from selector_patch.harness.device import VirtualDevice
-from selector_patch.harness.opaque import OpaqueModule
+from selector_patch.harness.opaque import OpaqueDecision, OpaqueModule, is_opaque
 from selector_patch.te_cxx.query import FusedQuery, QueryFailure
 
 BACKEND_ENUM = "NVTE_Fused_Attn_Backend"
@@ -137,7 +137,12 @@ def _incompatible(index: int, parameter, value: object) -> TypeError:
 
 
 def _converted(index: int, parameter, value: object, enums: Mapping[str, type]) -> Any:
-    """`value` as pybind11 converts it to the C++ parameter, or its `TypeError`."""
+    """`value` as pybind11 converts it to the C++ parameter, or its `TypeError`; an opaque
+    value (one the virtual device has no answer for) cannot decide TE's query."""
+    if is_opaque(value):
+        raise OpaqueDecision(
+            f"{QUERY}'s {parameter.name} would be {value.__qualname__}, which has no answer"
+        )
     if parameter.kind == "enum":
         if isinstance(value, EnumMember):
             if value.enum != parameter.enum or parameter.enum not in enums:

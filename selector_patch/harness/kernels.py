@@ -41,7 +41,11 @@ FA4_INTERFACE = "flash_attn.cute.interface"
 FA4_DECISIONS = ("_validate_head_dims",)
 #: Where TE has imported FA3's interface from (`flash_attn_3` in TE 2.3 - 2.14).
 FA3_INTERFACES = frozenset(
-    {"flash_attn_interface", "flash_attn_3.flash_attn_interface", "flashattn_hopper.flash_attn_interface"}
+    {
+        "flash_attn_interface",
+        "flash_attn_3.flash_attn_interface",
+        "flashattn_hopper.flash_attn_interface",
+    }
 )
 FA3_SOURCE_FILE = "hopper/flash_attn_interface.py"
 #: Kernel trees at hand, by (distribution, version): the directory holding `flash_attn/`.
@@ -70,7 +74,9 @@ def _function_defs(path: Path, names: tuple[str, ...] | None) -> list[ast.Functi
 
 
 def _standard_imports(path: Path) -> list[ast.stmt]:
-    return [node for node in ast.parse(read_text(path), str(path)).body if _is_standard_library(node)]
+    return [
+        node for node in ast.parse(read_text(path), str(path)).body if _is_standard_library(node)
+    ]
 
 
 def _defined_names(path: Path) -> frozenset[str]:
@@ -82,7 +88,11 @@ def _defined_names(path: Path) -> frozenset[str]:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name).partition(".")[0] for a in node.names)
         else:
-            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+            names.update(
+                n.id
+                for n in ast.walk(node)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            )
     return frozenset(names)
 
 

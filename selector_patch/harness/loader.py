@@ -238,7 +238,9 @@ class LoadedSelector:
         try:
             wiring = find_wiring(self.path, self.source.root)
         except (OSError, SyntaxError, UnicodeDecodeError) as error:
-            raise LoadError(self.path, f"cannot read its kernel wiring: {describe(error)}") from None
+            raise LoadError(
+                self.path, f"cannot read its kernel wiring: {describe(error)}"
+            ) from None
         if wiring is None:
             return None
         self._imports.register(dotted_name(self.path, self.source.root), module)

@@ -75,6 +75,11 @@ class _OpaqueMeta(type):
         return derived[qualname]
 
 
+def is_opaque(value: object) -> bool:
+    """Whether `value` is one of the opaque values this module makes."""
+    return isinstance(value, _OpaqueMeta)
+
+
 def opaque(qualname: str) -> type:
     """A fresh opaque value named `qualname` (the name shows up in TE's debug log)."""
     namespace = {

@@ -62,7 +62,9 @@ def library(unit: TranslationUnit) -> Path:
             check=False,
         )
         if result.returncode != 0:
-            raise CxxError(unit.entry_file, f"does not compile as TE's query: {_first_error(result.stderr)}")
+            raise CxxError(
+                unit.entry_file, f"does not compile as TE's query: {_first_error(result.stderr)}"
+            )
         os.replace(output, built)
     return built
 

@@ -109,10 +109,13 @@ def build(root: Path) -> TranslationUnit:
     parts = [
         f"// TE's fused-attention query from {root}, as te-attn-guards compiles it.",
         resources.files("selector_patch.te_cxx").joinpath("prelude.h").read_text(),
-        *(_redirected(text(d.node)) for d in _first_per_name(d for d in reached if d.kind == "macro")),
+        *(
+            _redirected(text(d.node))
+            for d in _first_per_name(d for d in reached if d.kind == "macro")
+        ),
     ]
-    if not any(d.kind == "function" and d.name == GETENV for d in reached) and _reaches_name(
-        found, entry, GETENV
+    if not any(d.kind == "function" and d.name == GETENV for d in reached) and any(
+        GETENV in _names(d) for d in reached
     ):
         parts.append(resources.files("selector_patch.te_cxx").joinpath("getenv.h").read_text())
     parts += [_in_namespaces(d) for d in enums]
@@ -141,7 +144,9 @@ def _names(definition: Definition) -> set[str]:
     if definition.kind == "macro":
         return set(_WORD.findall(text(definition.node)))
     return {
-        text(node) for node in walk(definition.node) if node.type in ("identifier", "type_identifier")
+        text(node)
+        for node in walk(definition.node)
+        if node.type in ("identifier", "type_identifier")
     }
 
 
@@ -165,10 +170,6 @@ def _reached(found: Index, entry: Definition) -> list[Definition]:
                     taken.add(target)
                     pending.append(target)
     return [d for d in found.definitions if d in taken]
-
-
-def _reaches_name(found: Index, entry: Definition, name: str) -> bool:
-    return any(name in _names(d) for d in _reached(found, entry))
 
 
 def _first_per_name(definitions) -> list[Definition]:
@@ -201,7 +202,10 @@ def _parameters(entry: Definition, found: Index, root: Path) -> tuple[Parameter,
         type_name = text(node.child_by_field_name("type")).removeprefix("std::")
         name = node.child_by_field_name("declarator")
         if name is None or name.type != "identifier":
-            raise CxxError(root / entry.file, f"{entry.name} takes a parameter this harness cannot pass: {text(node)}")
+            raise CxxError(
+                root / entry.file,
+                f"{entry.name} takes a parameter this harness cannot pass: {text(node)}",
+            )
         if type_name in SCALARS:
             parameters.append(Parameter(text(name), type_name, SCALARS[type_name]))
             continue
