@@ -35,7 +35,8 @@ class Rule(NamedTuple):
 # ----------------------------------------------------------------------------------- examples
 # Small selectors in the shape of TE 2.x (`use_flash_attention_2/4`, `FlashAttentionUtils`).
 # `{compute_capability}`, `{head_dim}`, `{dropout}`, `{determinism}` and `{late}` are where
-# each example puts its own filters; the rest stays TE's.
+# each example puts its own filters; `{fa4_below}` is the bound of TE's own FA4 architecture
+# filter (TE 2.19 on: sm90; 2.15 - 2.18: sm80); the rest stays TE's.
 
 _TE2 = """
 import os
@@ -64,7 +65,7 @@ def get_attention_backend(attention_params=None):
     use_unfused_attention = int(os.environ.get("NVTE_UNFUSED_ATTN", "1"))
 
     # Filter: Compute capability
-    if device_compute_capability < (9, 0):
+    if device_compute_capability < {fa4_below}:
         use_flash_attention_4 = False
 {compute_capability}
     # Filter: num_splits
@@ -102,12 +103,14 @@ def get_attention_backend(attention_params=None):
 _BACKWARD_READ = "    requires_backward = attention_params.requires_backward\n"
 
 
-def te2_example(backward: bool = True, **filters: str) -> str:
+def te2_example(backward: bool = True, fa4_below: tuple[int, int] = (9, 0), **filters: str) -> str:
     """A TE 2.x-shaped selector with `filters` in their slots (also for tests of such shapes);
-    with `backward`, it reads `requires_backward` as TE upstream does."""
+    with `backward`, it reads `requires_backward` as TE upstream does; FA4 is switched off
+    below `fa4_below`."""
     slots = ("compute_capability", "num_splits", "head_dim", "dropout", "determinism", "late")
     return _TE2.format(
         backward=_BACKWARD_READ if backward else "",
+        fa4_below=fa4_below,
         **{slot: filters.get(slot, "") for slot in slots},
     )
 
@@ -290,6 +293,65 @@ SPLIT_HEURISTIC_INVALID = (
     te2_example(num_splits=_SPLIT_HEURISTIC_GUARD.replace("fa4_version <", "fa4_version >=")),
 )
 
+# TE 2.15 - 2.18 switch FA4 off below sm80 only: its backward refuses all of SM 8.x.
+_TE_2_18 = (8, 0)
+_SM8X_BACKWARD_GUARD = """
+    if use_flash_attention_4 and requires_backward and device_compute_capability[0] == 8:
+        use_flash_attention_4 = False
+"""
+
+SM8X_BACKWARD_VALID = (
+    # the backward only, on the whole 8.x family, beside TE 2.18's sm80 filter
+    te2_example(fa4_below=_TE_2_18, compute_capability=_SM8X_BACKWARD_GUARD),
+    # TE 2.19's own filter: FA4 off below sm90, forward-only calls too
+    te2_example(),
+    # the family as a range, conditions in another order, in the determinism section
+    te2_example(
+        fa4_below=_TE_2_18,
+        determinism="""
+    if requires_backward and (8, 0) <= device_compute_capability < (9, 0):
+        use_flash_attention_4 = False
+""",
+    ),
+    # every architecture TE runs FA4 on, listed
+    te2_example(
+        fa4_below=_TE_2_18,
+        compute_capability="""
+    if requires_backward and device_compute_capability in ((8, 0), (8, 6), (8, 7), (8, 9)):
+        use_flash_attention_4 = False
+""",
+    ),
+    # a fork that asks autograd itself
+    te2_example(
+        backward=False,
+        fa4_below=_TE_2_18,
+        compute_capability="""
+    if torch.is_grad_enabled() and device_compute_capability < (9, 0):
+        use_flash_attention_4 = False
+""",
+    ),
+)
+
+SM8X_BACKWARD_INVALID = (
+    # TE 2.15 - 2.18: FA4 switched off below sm80 only
+    te2_example(fa4_below=_TE_2_18),
+    # keyed on training mode: a backward of a module in eval() still reaches FA4
+    te2_example(
+        fa4_below=_TE_2_18,
+        compute_capability=_SM8X_BACKWARD_GUARD.replace("requires_backward", "is_training"),
+    ),
+    # A100 only: RTX 30xx / 40xx (sm86, sm89) run the same backward
+    te2_example(
+        fa4_below=_TE_2_18,
+        compute_capability=_SM8X_BACKWARD_GUARD.replace("[0] == 8", " == (8, 0)"),
+    ),
+    # inside TE's split-KV filter: a plain call never gets there
+    te2_example(
+        fa4_below=_TE_2_18,
+        num_splits=_SM8X_BACKWARD_GUARD.replace("\n    ", "\n        "),
+    ),
+)
+
 _FA2_GUARD = """
     if (
         use_flash_attention_2
@@ -463,6 +525,7 @@ _HAZARD_EXAMPLES = {
     "TEA002": (FA2_VALID, FA2_INVALID),
     "TEA003": (SPLIT_KV_VALID, SPLIT_KV_INVALID),
     "TEA004": (SPLIT_HEURISTIC_VALID, SPLIT_HEURISTIC_INVALID),
+    "TEA005": (SM8X_BACKWARD_VALID, SM8X_BACKWARD_INVALID),
 }
 
 RULES: dict[str, Rule] = {

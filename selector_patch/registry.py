@@ -104,8 +104,9 @@ class Hazard:
     triggers: tuple[Condition, ...]
     message: str
     #: Where a guard belongs, by meaning: "determinism" (inside TE's determinism filters, before
-    #: the flags are recombined), "head_dim" (right after TE's FA2 head-dim check) or
-    #: "num_splits" (right after TE's split-KV filter for the backend).
+    #: the flags are recombined), "head_dim" (right after TE's FA2 head-dim check),
+    #: "num_splits" (right after TE's split-KV filter for the backend) or "compute_capability"
+    #: (right after TE's compute-capability filter for the backend).
     section: str
     evidence: Evidence
     #: Kernel version to install on the virtual device for witnesses (an affected one).
@@ -228,6 +229,18 @@ class Hazard:
 FA4_INTERFACE = "flash_attn/cute/interface.py"
 #: Every architecture of the SM 12.x family that flash-attn-4 runs its SM 12.0 kernels on.
 SM12X = ((12, 0), (12, 1))
+#: Every architecture of the SM 8.x family (A100; RTX 30xx; Jetson Orin; RTX 40xx / L4 / L40):
+#: flash-attn-4 tests the family, `arch // 10`.
+SM8X = ((8, 0), (8, 6), (8, 7), (8, 9))
+
+#: A backward refusal's witness shapes: training, and eval with a backward (autograd records the
+#: call of a module in eval()).
+WITH_BACKWARD = ({}, {"training": False})
+#: A backward refusal's controls: the calls autograd does not record, in eval and in training.
+FORWARD_ONLY = (
+    Control("forward-only eval", {"training": False, "backward": False}),
+    Control("forward only", {"backward": False}),
+)
 
 FA4_SM12X_DETERMINISTIC_BACKWARD = Hazard(
     id="TEA001",
@@ -259,10 +272,9 @@ FA4_SM12X_DETERMINISTIC_BACKWARD = Hazard(
     ),
     kernel_version="4.0.0b24",
     older_kernel_versions=("4.0.0b36",),
-    witness_shapes=({}, {"training": False}),
+    witness_shapes=WITH_BACKWARD,
     controls=(
-        Control("forward-only eval", {"training": False, "backward": False}),
-        Control("forward only", {"backward": False}),
+        *FORWARD_ONLY,
         Control("nondeterministic", {"deterministic": False}),
         Control("sm90", {"compute_capability": (9, 0)}),
         Control("sm100", {"compute_capability": (10, 0)}),
@@ -358,6 +370,46 @@ FA4_SM12X_SPLIT_HEURISTIC_FORWARD = Hazard(
     te_releases="2.15.0 onward",
 )
 
+FA4_SM8X_BACKWARD = Hazard(
+    id="TEA005",
+    backend="FA4",
+    title="FlashAttention 4 chosen for a backward on SM 8.x",
+    architectures=SM8X,
+    triggers=(Condition("backward", "==", True),),
+    message=(
+        "Disabling FlashAttention 4 for backward on sm8x: its CuTe backward supports SM 9.x,"
+        " 10.x, 11.x and 12.x only."
+    ),
+    section="compute_capability",
+    evidence=Evidence(
+        package="flash-attn-4",
+        file=FA4_INTERFACE,
+        line=2288,
+        text=(
+            'assert arch // 10 in [9, 10, 11, 12], "Unsupported compute capability. Supported:'
+            ' 9.x, 10.x, 11.x, 12.x"'
+        ),
+        affected=">=4.0.0b5",
+        reference=(
+            "backward (`_flash_attn_bwd`), its first check: the same assert in every release"
+            " from 4.0.0b5 (line 996; 4.0.0b24: line 1353) through 4.0.0b36, while the forward"
+            " (`_flash_attn_fwd`) accepts 8.x (`assert arch // 10 in [8, 9, 10, 11, 12]`), so a"
+            " forward-only call runs; 4.0.0b3 and 4.0.0b4 refuse SM 8.x in the forward too. TE"
+            " 2.15 - 2.18 switch FA4 off below sm80 only, TE 2.19 below sm90 (its comment: FA4"
+            " does not currently support SM8x)"
+        ),
+    ),
+    kernel_version="4.0.0b24",
+    older_kernel_versions=("4.0.0b36",),
+    witness_shapes=WITH_BACKWARD,
+    controls=(
+        *FORWARD_ONLY,
+        Control("sm90", {"compute_capability": (9, 0)}),
+        Control("sm100", {"compute_capability": (10, 0)}),
+    ),
+    te_releases="2.15.0 onward (2.19.0 and newer switch FA4 off below sm90 themselves)",
+)
+
 FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD = Hazard(
     id="TEA002",
     backend="FA2",
@@ -392,8 +444,7 @@ FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD = Hazard(
     ),
     controls=(
         Control("no dropout", {"attention_dropout": 0.0}),
-        Control("forward-only eval", {"training": False, "backward": False}),
-        Control("forward only", {"backward": False}),
+        *FORWARD_ONLY,
         Control("head dim 192", {"head_dim_qk": 192, "head_dim_v": 192}),
         Control("sm100", {"compute_capability": (10, 0)}),
         Control("sm90", {"compute_capability": (9, 0)}),
@@ -402,7 +453,7 @@ FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD = Hazard(
     te_releases="1.9 onward (FA2 head dim > 192 on sm120 admitted from 2.1)",
 )
 
-SECTIONS = ("determinism", "head_dim", "num_splits")
+SECTIONS = ("determinism", "head_dim", "num_splits", "compute_capability")
 HAZARD_ID = re.compile(r"TEA0[0-9]{2}")
 
 
@@ -504,6 +555,7 @@ HAZARDS: tuple[Hazard, ...] = (
     FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD,
     FA4_SM12X_SPLIT_KV_FORWARD,
     FA4_SM12X_SPLIT_HEURISTIC_FORWARD,
+    FA4_SM8X_BACKWARD,
 )
 
 

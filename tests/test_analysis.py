@@ -25,12 +25,14 @@ from lint_plugin.engine.analysis import (
     analyze_source,
     compute_capability,
     covers,
+    selector,
 )
+from lint_plugin.engine.anchors import find_anchor
 from lint_plugin.engine.dialect import Dialect, find_selectors
 from lint_plugin.engine.interpreter import AnalysisBudgetExceeded, Facts, Interpreter
 from lint_plugin.engine.program import Program, descendants
 from lint_plugin.engine.slicing import Slice
-from lint_plugin.rules import te2_example
+from lint_plugin.rules import RULES, te2_example
 from selector_patch.registry import HAZARDS, Hazard, get_hazard
 from selector_patch.scenario import Scenario
 
@@ -698,3 +700,26 @@ def test_a_witness_a_kept_proof_covers_needs_no_run(monkeypatch) -> None:
     both = analyze_hazards(module, function, [get_hazard("TEA002"), moved("TEA002", (8, 6), 10)])
     assert [verdict.reachable for verdict in both] == [alone.reachable, False]
     assert len(runs) - before == 2 * count
+
+
+def compute_capability_anchor(source: str, role: str) -> tuple[str, str]:
+    module = ast.parse(source)
+    anchor = find_anchor(selector(module, find_selectors(module)[0]), "compute_capability", role)
+    return anchor.position, ast.unparse(anchor.statement.test)
+
+
+def test_a_compute_capability_guard_goes_after_the_backends_own_architecture_filter() -> None:
+    """After TE 2.18's `< (8, 0)` for FA4; for a backend without one (the example's FA2), after
+    the last architecture filter of any backend; with none at all, where a determinism guard
+    goes (TEA103's flagged example: after its determinism filter)."""
+    te2_18 = te2_example(fa4_below=(8, 0))
+    assert compute_capability_anchor(te2_18, "FA4") == (
+        "after",
+        "device_compute_capability < (8, 0)",
+    )
+    assert compute_capability_anchor(te2_18, "FA2") == (
+        "after",
+        "device_compute_capability < (8, 0)",
+    )
+    (no_architecture_filter,) = RULES["TEA103"].invalid
+    assert compute_capability_anchor(no_architecture_filter, "FA4") == ("after", "deterministic")

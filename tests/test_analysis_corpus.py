@@ -3,7 +3,8 @@
 The harness runs TE's own selector on a virtual device; the analyzer reads its AST. For every
 release and hazard they must agree on applicable / reachable - a disagreement is a bug in one
 of them. The issue's expectation is asserted too: TEA001 exists from 2.15.0 (the first FA4
-path), TEA002 is reachable from 2.1.0 (whose FA2 head-dim > 192 allowlist admits sm120).
+path), TEA002 is reachable from 2.1.0 (whose FA2 head-dim > 192 allowlist admits sm120), TEA005
+in 2.15.0 - 2.18.0 only (2.19.0 switches FA4 off below sm90).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from selector_patch.sources import CORPUS_RELEASES
 
 FIRST_FA4 = Version("2.15.0")
 FIRST_SM120_ALLOWLIST = Version("2.1.0")
+#: TE's own FA4 filter below sm90 (2.15 - 2.18 stop at sm80): TEA005 is guarded from here on.
+UPSTREAM_SM8X_FILTER = Version("2.19.0")
 
 
 @functools.lru_cache(maxsize=None)
@@ -63,6 +66,8 @@ def test_analyzer_agrees_with_harness(version, release, load_te_selector) -> Non
             verdicts[fa4].applicable == verdicts[fa4].reachable == (Version(version) >= FIRST_FA4)
         )
     assert verdicts["TEA002"].reachable == (Version(version) >= FIRST_SM120_ALLOWLIST)
+    assert verdicts["TEA005"].applicable == (Version(version) >= FIRST_FA4)
+    assert verdicts["TEA005"].reachable == (FIRST_FA4 <= Version(version) < UPSTREAM_SM8X_FILTER)
 
 
 @pytest.mark.parametrize("version", CORPUS_RELEASES)
@@ -72,6 +77,7 @@ def test_plugin_codes_per_release(version, release) -> None:
     codes = {message.split()[0] for _, _, message, _ in checker.run()}
     assert ("TEA001" in codes) == (Version(version) >= FIRST_FA4)
     assert ("TEA002" in codes) == (Version(version) >= FIRST_SM120_ALLOWLIST)
+    assert ("TEA005" in codes) == (FIRST_FA4 <= Version(version) < UPSTREAM_SM8X_FILTER)
     assert not {code for code in codes if code.startswith("TEA9")}
 
 
@@ -158,6 +164,15 @@ def test_anchors(version, release) -> None:
         assert ast.unparse(num_splits.statement.test) == (
             "use_flash_attention_4 and device_compute_capability < (10, 0)"
         )
+    architecture = find_anchor(prepared, "compute_capability", "FA4")
+    assert architecture.position == "after"
+    if Version(version) >= FIRST_FA4:  # right after TE's own FA4 architecture filter
+        assert dialect.flag("FA4") in prepared.program.body_kills(architecture.statement)
+        floor = "(9, 0)" if Version(version) >= UPSTREAM_SM8X_FILTER else "(8, 0)"
+        assert ast.unparse(architecture.statement.test) == f"device_compute_capability < {floor}"
+    else:  # after the last architecture filter: FA3's from 2.2, TE 1.x's one for all
+        last = "!= (9, 0)" if Version(version) >= Version("2.2.0") else "< (8, 0)"
+        assert ast.unparse(architecture.statement.test) == f"device_compute_capability {last}"
 
 
 def moved_registry() -> list[Hazard]:
@@ -193,7 +208,7 @@ def test_the_strategy_changes_no_verdict(version, patch, release) -> None:
     """However `analyze_hazards` orders and shares its runs (joint runs across hazards, blocks
     of architectures, what it learns from earlier hazards), each verdict and the witness it
     reports are those of running every witness alone, in order: on real selectors, with the
-    registry and 20 hazards of its own shapes moved to other architectures beside it."""
+    registry and each of its hazards moved to five other architectures beside it."""
     text = release(version).path.read_text()
     if patch:
         text = transform(text, HAZARDS)[0]

@@ -20,31 +20,39 @@ PAIRS = Path(__file__).parent / "codemod_pairs"
 
 #: What the codemod must decide for each pair.
 EXPECTED_STATUSES = {
-    "te2_fa4": {"TEA001": "inserted", "TEA002": "inserted", "TEA003": "inserted", "TEA004": "inserted"},
+    # TE 2.15 - 2.18: FA4 switched off below sm80 only
+    "te2_fa4": {
+        "TEA001": "inserted", "TEA002": "inserted", "TEA003": "inserted", "TEA004": "inserted",
+        "TEA005": "inserted",
+    },
+    # TE 2.19 on: FA4 switched off below sm90
     "te2_dispatcher": {
-        "TEA001": "inserted", "TEA002": "inserted", "TEA003": "inserted", "TEA004": "inserted"
+        "TEA001": "inserted", "TEA002": "inserted", "TEA003": "inserted", "TEA004": "inserted",
+        "TEA005": "already-guarded",
     },
     "te2_seed_guard": {
-        "TEA001": "inserted", "TEA002": "inserted", "TEA003": "inserted", "TEA004": "inserted"
+        "TEA001": "inserted", "TEA002": "inserted", "TEA003": "inserted", "TEA004": "inserted",
+        "TEA005": "already-guarded",
     },
     "te2_no_fa4": {
         "TEA001": "not-applicable", "TEA002": "inserted",
-        "TEA003": "not-applicable", "TEA004": "not-applicable",
+        "TEA003": "not-applicable", "TEA004": "not-applicable", "TEA005": "not-applicable",
     },
     "te21_module_globals": {
         "TEA001": "not-applicable", "TEA002": "inserted",
-        "TEA003": "not-applicable", "TEA004": "not-applicable",
+        "TEA003": "not-applicable", "TEA004": "not-applicable", "TEA005": "not-applicable",
     },
     "te18_keyword_inputs": {
         "TEA001": "not-applicable", "TEA002": "inserted",
-        "TEA003": "not-applicable", "TEA004": "not-applicable",
+        "TEA003": "not-applicable", "TEA004": "not-applicable", "TEA005": "not-applicable",
     },
     "te1_allowlist_excludes": {
         "TEA001": "not-applicable", "TEA002": "already-guarded",
-        "TEA003": "not-applicable", "TEA004": "not-applicable",
+        "TEA003": "not-applicable", "TEA004": "not-applicable", "TEA005": "not-applicable",
     },
     "main_requires_backward": {
-        "TEA001": "already-guarded", "TEA002": "inserted", "TEA003": "inserted", "TEA004": "inserted"
+        "TEA001": "already-guarded", "TEA002": "inserted", "TEA003": "inserted", "TEA004": "inserted",
+        "TEA005": "already-guarded",
     },
 }  # fmt: skip
 

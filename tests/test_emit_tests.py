@@ -88,9 +88,11 @@ def test_each_release_gets_the_hazards_the_codemod_inserted(emitted):
     tables = {v: re.findall(r"^(TEA\d+)_WITNESSES = \{", text, re.M) for v, text in tests.items()}
     assert tables == {
         "2.14.1": ["TEA002"],  # no FA4 path yet
-        "2.17.1": ["TEA001", "TEA002", "TEA003", "TEA004"],
-        "2.20.2": ["TEA001", "TEA002", "TEA003", "TEA004"],
+        "2.17.1": ["TEA001", "TEA002", "TEA003", "TEA004", "TEA005"],
+        "2.20.2": ["TEA001", "TEA002", "TEA003", "TEA004"],  # TE's own filter guards TEA005
     }
+    assert "def test_tea005_witness_does_not_select_fa4(te_selector, case):" in tests["2.17.1"]
+    assert "def test_tea005_control_keeps_fa4(te_selector, case):" in tests["2.17.1"]
     assert "def test_tea001_witness_does_not_select_fa4(te_selector, case):" in tests["2.20.2"]
     assert "def test_tea002_control_keeps_fa2(te_selector, case):" in tests["2.20.2"]
     assert (

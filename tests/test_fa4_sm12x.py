@@ -10,60 +10,45 @@ issue 12 prints.
 
 from __future__ import annotations
 
-from typing import Callable
-
 import pytest
-from guarded_selectors import patched as with_guards
+from fa4_requests import (
+    FA4,
+    NO_BACKEND,
+    NOT_FA4,
+    PATCHES,
+    UNCHANGED,
+    UNFUSED,
+    assert_table,
+    fa4_only,
+)
 from packaging.version import Version
 
-from selector_patch import runtime
-from selector_patch.harness import load_selector
-from selector_patch.registry import HAZARDS
 from selector_patch.scenario import Scenario
 from selector_patch.sources import CORPUS_RELEASES
 
 WITH_FA4 = [v for v in CORPUS_RELEASES if Version(v) >= Version("2.15.0")]
-FA4_RELEASES = ("4.0.0b24", "4.0.0b36")
 SM12X = ((12, 0), (12, 1))
-UNFUSED = ("UnfusedDotProductAttention", (False, False, True))
-NO_BACKEND = ("NoBackend", (False, False, False))
-FA4 = "FA4"
-#: "as unpatched": the patched selector must pick exactly what the unpatched one picks.
-UNCHANGED = "unchanged"
-
-
-def environment(te_version: str, unfused: bool = True) -> dict[str, str]:
-    env = {
-        "NVTE_ALLOW_NONDETERMINISTIC_ALGO": "0",
-        "NVTE_FLASH_ATTN_V3": "0",
-        "NVTE_FUSED_ATTN": "0",
-        "NVTE_UNFUSED_ATTN": "1" if unfused else "0",
-    }
-    if Version(te_version) >= Version("2.18.0"):
-        env["NVTE_FLASH_ATTN_V2"] = "0"
-    return env
 
 
 def cases(te_version: str, fa4: str) -> dict[str, tuple[Scenario, object]]:
     """Each request of the issue's table and what the patched selector must answer."""
-    fa2 = "2.8.3" if Version(te_version) >= Version("2.18.0") else None
-    plain = Scenario(flash_attn_2=fa2, flash_attn_4=fa4, env=tuple(environment(te_version).items()))
-    no_unfused = tuple(environment(te_version, unfused=False).items())
+    plain = fa4_only(te_version, fa4, NVTE_ALLOW_NONDETERMINISTIC_ALGO="0")
+    no_unfused = {"NVTE_UNFUSED_ATTN": "0"}
     table: dict[str, tuple[Scenario, object]] = {}
     for arch in SM12X:
         at = plain.with_changes({"compute_capability": arch, "deterministic": True})
         sm = at.sm
         for mode, changes in (("training", {}), ("eval with backward", {"training": False})):
             table[f"{sm} deterministic {mode}"] = (at.with_changes(changes), UNFUSED)
-            off = at.with_changes({**changes, "env": dict(no_unfused)})
+            off = at.with_changes({**changes, "env": no_unfused})
             table[f"{sm} deterministic {mode}, unfused off"] = (off, NO_BACKEND)
         for mode, training in (("training", True), ("eval", False)):
             split = plain.with_changes(
                 {"compute_capability": arch, "num_splits": 2, "training": training}
             )
-            table[f"{sm} num_splits 2, {mode}"] = (split, "not FA4")
+            table[f"{sm} num_splits 2, {mode}"] = (split, NOT_FA4)
         heuristic = plain.with_changes({"compute_capability": arch, "num_splits": 0})
-        table[f"{sm} num_splits 0"] = (heuristic, FA4 if fa4 == "4.0.0b36" else "not FA4")
+        table[f"{sm} num_splits 0"] = (heuristic, FA4 if fa4 == "4.0.0b36" else NOT_FA4)
     sm120 = plain.with_changes({"compute_capability": (12, 0), "deterministic": True})
     table["sm120 deterministic forward-only eval"] = (
         sm120.with_changes({"training": False, "backward": False}),
@@ -77,52 +62,10 @@ def cases(te_version: str, fa4: str) -> dict[str, tuple[Scenario, object]]:
     return table
 
 
-def answer(selection) -> object:
-    """A selection in the words of `cases`."""
-    if selection.role == FA4:
-        return FA4
-    return (selection.backend, selection.available)
-
-
-def meets(expected: object, got, unpatched) -> bool:
-    if expected == UNCHANGED:
-        return got == unpatched
-    if expected == "not FA4":
-        return got.role != FA4
-    return answer(got) == expected
-
-
-def codemod(source):
-    return load_selector(source, text=with_guards(source.path.read_text()))
-
-
-def installed(source):
-    selector = load_selector(source)
-    runtime.install(selector.module, HAZARDS)
-    return selector
-
-
-PATCHES: dict[str, Callable] = {"codemod": codemod, "runtime patch": installed}
-
-
-def table(patched, unpatched, te_version: str) -> list[tuple[str, str, object, object, bool]]:
-    """(FA4 release, request, expected, what the patched selector picked, as expected?)."""
-    rows = []
-    for fa4 in FA4_RELEASES:
-        for name, (scenario, expected) in cases(te_version, fa4).items():
-            got, before = patched.select(scenario), unpatched.select(scenario)
-            rows.append((fa4, name, expected, answer(got), meets(expected, got, before)))
-    return rows
-
-
 @pytest.mark.parametrize("patch", PATCHES)
 @pytest.mark.parametrize("te_version", WITH_FA4)
 def test_fa4_sm12x_table(release, load_te_selector, te_version, patch):
-    rows = table(
-        PATCHES[patch](release(te_version)), load_te_selector(te_version).loaded, te_version
-    )
-    wrong = [row for row in rows if not row[-1]]
-    assert not wrong, "\n".join(map(str, wrong))
+    assert_table(patch, release(te_version), load_te_selector(te_version).loaded, cases)
 
 
 def test_unpatched_selectors_reach_every_witness_of_the_table(release, load_te_selector):
@@ -131,5 +74,5 @@ def test_unpatched_selectors_reach_every_witness_of_the_table(release, load_te_s
     for te_version in (WITH_FA4[0], WITH_FA4[-1]):
         selector = load_te_selector(te_version).loaded
         for name, (scenario, expected) in cases(te_version, "4.0.0b24").items():
-            if expected in (UNFUSED, NO_BACKEND, "not FA4"):
+            if expected in (UNFUSED, NO_BACKEND, NOT_FA4):
                 assert selector.select(scenario).role == FA4, (te_version, name)

@@ -52,9 +52,15 @@ def test_witnesses_cover_every_architecture_and_kernel_version(hazard):
 @pytest.mark.parametrize("hazard", HAZARDS, ids=[hazard.id for hazard in HAZARDS])
 def test_unaffected_kernel_is_outside_the_hazard(hazard):
     witness = next(hazard.witnesses())
-    # 4.0.0b4 has no SM 12.x path at all; 4.0.0b36 accepts FA4's split heuristic on SM 12.x
-    unaffected = {"TEA001": "4.0.0b4", "TEA002": "2.7.2", "TEA003": "4.0.0b4", "TEA004": "4.0.0b36"}
-    unaffected = unaffected[hazard.id]
+    # 4.0.0b4 has no SM 12.x path at all and refuses SM 8.x in its forward already; 4.0.0b36
+    # accepts FA4's split heuristic on SM 12.x
+    unaffected = {
+        "TEA001": "4.0.0b4",
+        "TEA002": "2.7.2",
+        "TEA003": "4.0.0b4",
+        "TEA004": "4.0.0b36",
+        "TEA005": "4.0.0b4",
+    }[hazard.id]
     assert not hazard.triggered_by(
         witness.with_changes({PACKAGE_FIELD[hazard.backend]: unaffected})
     )
@@ -74,7 +80,8 @@ def test_a_guard_keeps_the_backend_from_the_release_that_fixed_the_defect(hazard
 
 def test_fixed_in_is_the_upper_bound_of_the_affected_releases():
     assert get_hazard("TEA004").evidence.fixed_in == "4.0.0b36"
-    assert [h.id for h in HAZARDS if h.evidence.fixed_in is None] == ["TEA001", "TEA002", "TEA003"]
+    fixed = [h.id for h in HAZARDS if h.evidence.fixed_in is not None]
+    assert fixed == ["TEA004"]
 
 
 @pytest.mark.parametrize(
@@ -103,3 +110,19 @@ def test_eval_with_backward_is_a_witness_of_tea001():
     assert any(not w.training and w.backward for w in witnesses)
     controls = {c.name: c.changes for c in get_hazard("TEA001").controls}
     assert controls["forward-only eval"] == {"training": False, "backward": False}
+
+
+def test_a_backward_on_sm8x_is_tea005_in_training_and_in_eval():
+    """FA4's backward refuses the whole SM 8.x family; its forward runs there."""
+    hazard = get_hazard("TEA005")
+    witnesses = list(hazard.witnesses())
+    assert {w.compute_capability for w in witnesses} >= {(8, 0), (8, 6), (8, 9)}
+    assert {(w.training, w.backward) for w in witnesses} == {(True, True), (False, True)}
+    controls = {c.name: c.changes for c in hazard.controls}
+    assert controls["forward-only eval"] == {"training": False, "backward": False}
+    assert controls["forward only"] == {"backward": False}
+    assert {controls["sm90"]["compute_capability"], controls["sm100"]["compute_capability"]} == {
+        (9, 0),
+        (10, 0),
+    }
+    assert hazard.triggers == get_hazard("TEA001").triggers[1:]  # TEA001's "a backward will run"

@@ -13,7 +13,13 @@ The codemod places a hazard's guard by meaning (`Hazard.section`):
   tests `deterministic` and switches a backend off;
 - "num_splits": right after TE's split-KV filter for the hazard's backend - the innermost `if`
   that switches its flag off under a test of `num_splits` (its own, or an enclosing one's);
-  where there is none, where a "determinism" guard goes.
+  where there is none, where a "determinism" guard goes;
+- "compute_capability": right after TE's compute-capability filter for the hazard's backend -
+  the last `if` of the selector's own body whose test reads the compute capability and nothing
+  else but backend flags, and that switches the backend's flag off (TE 2.15 - 2.18's `< (8, 0)`
+  for FA4, where TE 2.19 raised the bound to `(9, 0)`); where the backend has none, after the
+  last such filter of any backend; where there is none at all, where a "determinism" guard
+  goes.
 
 A selector that cannot tell a backward from a forward gets its backward signal where TE upstream
 has it (`backward_signal`): a `requires_backward` field at the end of `AttentionParams`'s
@@ -58,6 +64,10 @@ def find_anchor(prepared: Selector, section: str, role: str) -> Anchor | None:
         return _num_splits(prepared.function, prepared.dialect, prepared.program, role) or (
             _determinism(prepared.function, prepared.dialect, prepared.program)
         )
+    if section == "compute_capability":
+        return _compute_capability(prepared.function, prepared.dialect, prepared.program, role) or (
+            _determinism(prepared.function, prepared.dialect, prepared.program)
+        )
     raise ValueError(f"unknown section {section!r}; known: {', '.join(SECTIONS)}")
 
 
@@ -87,6 +97,24 @@ def _num_splits(
         return None
     deepest = max(depth for depth, _ in found)
     return Anchor([stmt for depth, stmt in found if depth == deepest][-1], "after")
+
+
+def _compute_capability(
+    function: ast.FunctionDef, dialect: Dialect, program: Program, role: str
+) -> Anchor | None:
+    flags = set(dialect.roles().values())
+    capability = _capability_names(function, program)
+    filters = [
+        stmt
+        for stmt in function.body
+        if isinstance(stmt, ast.If)
+        and (reads := _reads(stmt.test, program) - flags)
+        and reads <= capability
+        and program.body_kills(stmt) & flags
+    ]
+    own = [stmt for stmt in filters if dialect.flag(role) in program.body_kills(stmt)]
+    chosen = own or filters
+    return Anchor(chosen[-1], "after") if chosen else None
 
 
 @dataclass(frozen=True)
@@ -194,11 +222,17 @@ def derived_names(function: ast.FunctionDef, program: Program, seeds: set[str]) 
     """Local names whose value is computed from `seeds` (names, or `AttentionParams` fields).
 
     A name is derived when some assignment to it reads a seed or a derived name; the closure
-    follows `x = attention_params.head_dim_qk` and `fa2_padded_head_dim = max(...)` alike.
+    follows `x = attention_params.head_dim_qk` and `fa2_padded_head_dim = max(...)` alike. A
+    comprehension's variable is the comprehension's own, not the assignment's: TE 1.x's
+    `run_config = {..., "cudnn_version": ".".join([str(i) for i in cudnn_version])}` beside
+    the compute capability derives `run_config`, not the `i` of every other comprehension.
     """
     derived = set(seeds)
     assignments = [
-        (program.assigned(node), set(program.reads(node.value)[0]) | program.reads(node.value)[1])
+        (
+            program.assigned(node) - _comprehension_variables(node.value),
+            set(program.reads(node.value)[0]) | program.reads(node.value)[1],
+        )
         for node in function_index(function).assignments
     ]
     changed = True
@@ -209,6 +243,16 @@ def derived_names(function: ast.FunctionDef, program: Program, seeds: set[str]) 
                 derived |= targets
                 changed = True
     return derived
+
+
+def _comprehension_variables(node: ast.AST) -> set[str]:
+    return {
+        name.id
+        for generator in ast.walk(node)
+        if isinstance(generator, ast.comprehension)
+        for name in ast.walk(generator.target)
+        if isinstance(name, ast.Name)
+    }
 
 
 def _head_dim(function: ast.FunctionDef, dialect: Dialect, program: Program) -> Anchor | None:

@@ -13,6 +13,7 @@ declaring).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterable, Sequence
 
 from lint_plugin.mine.devices import ARCHITECTURES, Arch
@@ -112,15 +113,35 @@ def same_hazard(hazard: Hazard) -> tuple:
     return (hazard.backend, hazard.architectures, hazard.triggers, shapes)
 
 
-def matches(hazard: Hazard, known: Iterable[Hazard]) -> str | None:
+def subsumed(case: Case, mapped: Sequence[Case]) -> frozenset[Arch]:
+    """The case's architectures where a mapped case of its backend with fewer triggers fires
+    too: FA4's forward refuses sm70 and sm75 for any call, so its backward's refusal there
+    says nothing of its own."""
+    weaker = {
+        arch
+        for other in mapped
+        if other.backend == case.backend and set(other.triggers) < set(case.triggers)
+        for arch in other.architectures
+    }
+    return frozenset(weaker & set(case.architectures))
+
+
+def matches(
+    hazard: Hazard, known: Iterable[Hazard], stated_elsewhere: frozenset[Arch] = frozenset()
+) -> str | None:
     """The id of a known hazard saying the same: same backend and architectures, and the
     triggers of each decide every witness and control of both alike, on the mined release.
 
     Compared by meaning, not spelling: `padded_head_dim > 192` and `padded_head_dim >= 200`
     say the same for head dims flash-attn runs (multiples of 8). Only the mined release's
     scenarios count: one release's sources cannot say that a later one fixed it (TEA004 holds
-    below flash-attn-4 4.0.0b36 only).
+    below flash-attn-4 4.0.0b36 only). Architectures `stated_elsewhere`, by a case with fewer
+    triggers (`subsumed`), are that case's: FA4's backward refusal below sm90 is TEA005, on the
+    SM 8.x its forward runs on.
     """
+    own = tuple(arch for arch in hazard.architectures if arch not in stated_elsewhere)
+    if own:
+        hazard = dataclasses.replace(hazard, architectures=own)
     field = PACKAGE_FIELD[hazard.backend]
     for other in known:
         if other.backend != hazard.backend or set(other.architectures) != set(hazard.architectures):

@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 from lint_plugin.engine.analysis import analyze_hazard
 from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS, find_selectors
-from lint_plugin.mine.candidates import candidate, matches, same_hazard
+from lint_plugin.mine.candidates import candidate, matches, same_hazard, subsumed
 from lint_plugin.mine.devices import Arch
 from lint_plugin.mine.findings import Case
 from selector_patch.harness import load_selector
@@ -146,7 +146,7 @@ def crosscheck(found: Sequence[Case], judges: Judges, known: Sequence[Hazard]) -
                 status,
                 hazard,
                 next((j.witness for j in chosen if j.witness is not None), None),
-                matches(hazard, known),
+                matches(hazard, known, subsumed(case, mapped)),
                 "; ".join(dict.fromkeys(j.detail for j in chosen)),
                 {arch: judgement.status for arch, judgement in by_arch.items()},
             )

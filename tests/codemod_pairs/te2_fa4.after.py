@@ -1,4 +1,5 @@
-"""TE 2.15 - 2.20 dialect: numbered flash flags, FlashAttentionUtils, fa2_padded_head_dim."""
+"""TE 2.15 - 2.18 dialect: numbered flash flags, FlashAttentionUtils, fa2_padded_head_dim, FA4
+switched off below sm80 only (2.19 raised that to sm90)."""
 
 import logging
 import os
@@ -58,7 +59,20 @@ def get_attention_backend(attention_params=None):
     if device_compute_capability < (8, 0):
         use_flash_attention_2 = False
         use_fused_attention = False
-    if device_compute_capability < (9, 0):
+    if device_compute_capability < (8, 0):
+        if use_flash_attention_4 and FlashAttentionUtils.v4_is_installed:
+            logger.debug("Disabling FlashAttention 4 for compute capability < sm80")
+        use_flash_attention_4 = False
+    if (
+        use_flash_attention_4
+        and requires_backward
+        and device_compute_capability in ((8, 0), (8, 6), (8, 7), (8, 9))
+    ):
+        if FlashAttentionUtils.v4_is_installed:
+            logger.debug(
+                "Disabling FlashAttention 4 for backward on sm8x: its CuTe backward supports SM"
+                " 9.x, 10.x, 11.x and 12.x only."
+            )
         use_flash_attention_4 = False
 
     # Filter: num_splits

@@ -1,4 +1,5 @@
-"""TE 2.15 - 2.20 dialect: numbered flash flags, FlashAttentionUtils, fa2_padded_head_dim."""
+"""TE 2.15 - 2.18 dialect: numbered flash flags, FlashAttentionUtils, fa2_padded_head_dim, FA4
+switched off below sm80 only (2.19 raised that to sm90)."""
 
 import logging
 import os
@@ -53,7 +54,9 @@ def get_attention_backend(attention_params=None):
     if device_compute_capability < (8, 0):
         use_flash_attention_2 = False
         use_fused_attention = False
-    if device_compute_capability < (9, 0):
+    if device_compute_capability < (8, 0):
+        if use_flash_attention_4 and FlashAttentionUtils.v4_is_installed:
+            logger.debug("Disabling FlashAttention 4 for compute capability < sm80")
         use_flash_attention_4 = False
 
     # Filter: num_splits
