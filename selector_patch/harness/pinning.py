@@ -26,6 +26,7 @@ from selector_patch.bytecode import reached_functions, written_globals
 from selector_patch.roles import ROLES
 
 UTILS_CLASS = "FlashAttentionUtils"
+_MISSING = object()
 #: The `FlashAttentionUtils` setter TE's wiring calls after recording each role's version.
 SETTERS = {
     "FA2": "set_flash_attention_version",
@@ -66,6 +67,8 @@ class ModuleState:
         self._globals = {name: namespace[name] for name in written if name in namespace}
         self._utils = namespace.get(UTILS_CLASS) if pins_packages(module) else None
         self._pristine = _class_state(self._utils) if self._utils is not None else {}
+        #: The class's own dunders (its `__dict__` holds them beside the state).
+        self._dunders = len(vars(self._utils)) - len(self._pristine) if self._utils else 0
         self._wire = wire
         self._pinned: dict[Hashable, dict[str, Any]] = {}
 
@@ -81,11 +84,16 @@ class ModuleState:
         self._restore(pinned)
 
     def _restore(self, state: dict[str, Any]) -> None:
+        """The class as it was in `state`: changed attributes put back, added ones removed
+        (every call does this, so only what differs is written)."""
         utils = self._utils
-        for name in set(_class_state(utils)) - set(state):
-            delattr(utils, name)
+        current = vars(utils)
         for name, value in state.items():
-            setattr(utils, name, value)
+            if current.get(name, _MISSING) is not value:
+                setattr(utils, name, value)
+        if len(current) != len(state) + self._dunders:
+            for name in [n for n in current if not n.startswith("__") and n not in state]:
+                delattr(utils, name)
 
     def _pin(self, flash_attn: tuple[tuple[str, str | None], ...]) -> dict[str, Any]:
         self._restore(self._pristine)
