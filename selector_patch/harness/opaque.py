@@ -54,6 +54,11 @@ class _OpaqueMeta(type):
         return derived[qualname]
 
 
+def is_opaque(value: Any) -> bool:
+    """Whether `value` is one of the stand-ins: what the virtual device has no answer for."""
+    return isinstance(value, _OpaqueMeta)
+
+
 def opaque(qualname: str) -> type:
     """A fresh opaque value named `qualname` (the name shows up in TE's debug log)."""
     namespace = {"__qualname__": qualname, "_opaque_derived": {}}
