@@ -9,7 +9,10 @@ or of TE; the first fixture request loads the selector (and fetches a release in
     [tool.pytest.ini_options]
     te_selector = "../TransformerEngine"          # relative to the ini file
 
-The test-side API (`select`, `hazard_cases`, the assertions) is `selector_patch.testing`.
+`te_selection_snapshot` compares the selector's picks over its whole grid with a committed
+snapshot file (`selector_patch.testing.snapshots`); `--te-snapshot-update` rewrites it, as
+syrupy's `--snapshot-update` does. The test-side API (`select`, `hazard_cases`, the assertions)
+is `selector_patch.testing`.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ import pytest
 if TYPE_CHECKING:
     from selector_patch.sources import SelectorSource
     from selector_patch.testing import SelectorUnderTest
+    from selector_patch.testing.snapshots import SelectionSnapshot
 
 INI = "te_selector"
+UPDATE = "te_snapshot_update"
 SOURCE_HELP = (
     "the TE attention selector the te_selector fixture loads: a TE checkout, a selector .py"
     " file, 'installed' or a release such as 2.20.2"
@@ -40,6 +45,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"{SOURCE_HELP} (default: the {INI} ini key)",
     )
     parser.addini(INI, f"{SOURCE_HELP}; a relative path is read from the ini file's directory")
+    group.addoption(
+        "--te-snapshot-update",
+        dest=UPDATE,
+        action="store_true",
+        default=False,
+        help="rewrite the selection snapshots te_selection_snapshot compares with",
+    )
 
 
 def configured_source(config: pytest.Config) -> str | None:
@@ -105,3 +117,19 @@ def te_selector(
             pytrace=False,
         )
     return load_te_selector(source)
+
+
+@pytest.fixture
+def te_selection_snapshot(
+    request: pytest.FixtureRequest, te_selector: "SelectorUnderTest"
+) -> "SelectionSnapshot":
+    """The selector under test against its committed selection snapshot:
+    `te_selection_snapshot.assert_match()` (or `.assert_match(path)`) fails with the regions
+    whose picks changed; `--te-snapshot-update` writes the snapshot instead."""
+    from selector_patch.testing.snapshots import SelectionSnapshot, default_path
+
+    return SelectionSnapshot(
+        te_selector,
+        default_path(request.path, request.node.name),
+        request.config.getoption(UPDATE),
+    )
