@@ -19,7 +19,6 @@ from selector_patch.harness import load_selector
 from selector_patch.selection_diff import RENDERERS, Side, diff
 from selector_patch.selection_diff.compare import compare
 from selector_patch.selection_diff.report import build, scenario_of
-from selector_patch.sources import CORPUS_RELEASES
 from selector_patch.snapshot import take
 
 BASE = "2.10.0"
@@ -152,7 +151,12 @@ def test_log_only_changes_are_no_difference(base, change) -> None:
     assert report["differences"] == [] and report["compared"] == report["configurations"]
 
 
-@pytest.mark.parametrize("version", CORPUS_RELEASES)
+#: One release per selector dialect and switch layout (all 29 pass; the newest three cost a
+#: minute and more each on a shared machine).
+DIALECTS = ("1.9.0.post1", "1.12.0", "2.1.0", "2.2.0", "2.14.1", "2.17.1", "2.20.2")
+
+
+@pytest.mark.parametrize("version", DIALECTS)
 def test_a_release_against_itself_differs_nowhere(version, release) -> None:
     a = Side.of_selector(load_selector(release(version)), version)
     b = Side.of_selector(load_selector(release(version)), version)

@@ -124,6 +124,8 @@ class Derivation:
     hazards: tuple[Hazard, ...] = HAZARDS
     #: Keywords that meet in one condition: ((a, b), line of the first), a < b.
     together: tuple[tuple[tuple[str, str], int], ...] = ()
+    #: Per package field, the version the grid's plain call installs (`installed_versions`).
+    installed: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def union(self, other: "Derivation") -> "Derivation":
         keys = dict.fromkeys((*self.comparisons, *other.comparisons))
@@ -140,6 +142,7 @@ class Derivation:
             tuple(sorted(set(self.switches) | set(other.switches))),
             tuple({hazard.id: hazard for hazard in (*other.hazards, *self.hazards)}.values()),
             tuple(sorted({**dict(other.together), **dict(self.together)}.items())),
+            {**other.installed, **self.installed},
         )
 
 
@@ -201,6 +204,7 @@ def derive(loaded: "LoadedSelector", hazards: Sequence[Hazard] = HAZARDS) -> Der
         if None not in keywords and keywords[0] != keywords[1]:
             together.setdefault(tuple(sorted(keywords)), line)
     _add_joint(by_keyword, defaults, together)
+    packages = [field for field in PACKAGE_FIELD.values() if field in by_keyword]
     return Derivation(
         {keyword: tuple(found) for keyword, found in sorted(by_keyword.items())},
         {keyword: defaults.get(keyword) for keyword in by_keyword},
@@ -208,7 +212,42 @@ def derive(loaded: "LoadedSelector", hazards: Sequence[Hazard] = HAZARDS) -> Der
         switches,
         tuple(hazards),
         tuple(sorted(together.items())),
+        installed_versions(loaded, packages, by_keyword, hazards),
     )
+
+
+def installed_versions(
+    loaded: "LoadedSelector",
+    fields: Sequence[str],
+    compared: Mapping[str, Sequence[Comparison]],
+    hazards: Sequence[Hazard],
+) -> dict[str, str]:
+    """Per package field, the first version the release takes as installed: `select()`'s
+    default, else `INSTALLED`, else a version a hazard or the selector names. The grid's plain
+    call has every backend installed, in a version the release accepts (TE 2.1 takes flash-attn
+    up to 2.7.4.post1 only: there the default 2.8.3 would leave FA2 out of every request)."""
+    found = {}
+    for field in fields:
+        role = next(role for role, name in PACKAGE_FIELD.items() if name == field)
+        default = getattr(Scenario(), field)
+        candidates = [default, INSTALLED.get(role), *_named_versions(role, compared[field], hazards)]
+        for version in dict.fromkeys(v for v in candidates if v is not None):
+            if _takes(loaded, field, version):
+                found[field] = version
+                break
+    return found
+
+
+def _takes(loaded: "LoadedSelector", field: str, version: str) -> bool:
+    """Whether the release, on the plain call's machine, counts `version` as installed."""
+    role = next(role for role, name in PACKAGE_FIELD.items() if name == field)
+    with loaded.pinned(Scenario().with_changes({field: version})) as module:
+        for expression in ROLES[role].installed:
+            try:
+                return bool(Expression(expression).resolve(module.__dict__))
+            except LookupError:
+                continue
+    return True  # no installed flag to ask: the version stands
 
 
 def _add_joint(
@@ -441,21 +480,20 @@ def _architectures(
     return tuple(sorted(chosen))
 
 
-def _installed(field: str, default: Any) -> Any:
-    """The grid's default for a package field: installed (`INSTALLED`), as every other is."""
-    role = next(role for role, name in PACKAGE_FIELD.items() if name == field)
-    return INSTALLED.get(role, default) if default is None else default
-
-
-def _package_levels(field: str, base: str, comparisons: Sequence[Comparison], hazards) -> Values:
-    """Not installed, and every version the selector or a hazard names for the role."""
-    role = next(role for role, name in PACKAGE_FIELD.items() if name == field)
+def _named_versions(role: str, comparisons: Sequence[Comparison], hazards) -> list[str]:
+    """The versions of a role's package the selector compares with or a hazard names, sorted."""
     versions = {str(c.value) for c in comparisons if isinstance(c.value, str)}
     for hazard in hazards:
         if hazard.backend == role:
             versions.update((hazard.kernel_version, *hazard.older_kernel_versions))
-    valid = sorted((v for v in versions if is_version(v)), key=Version)
-    return Values((None, *(v for v in valid if v != base)))
+    return sorted((v for v in versions if is_version(v)), key=Version)
+
+
+def _package_levels(field: str, base: Any, comparisons: Sequence[Comparison], hazards) -> Values:
+    """Not installed, and every version the selector or a hazard names for the role."""
+    role = next(role for role, name in PACKAGE_FIELD.items() if name == field)
+    versions = _named_versions(role, comparisons, hazards)
+    return Values((None, *(v for v in versions if v != base)))
 
 
 def _described(comparisons: Sequence[Comparison]) -> tuple[str, ...]:
@@ -473,7 +511,7 @@ def _values(derivation: Derivation, keyword: str) -> Values:
     default = derivation.defaults.get(keyword)
     if keyword in PACKAGE_FIELD.values():
         return _package_levels(
-            keyword, _installed(keyword, default), comparisons, derivation.hazards
+            keyword, derivation.installed.get(keyword, default), comparisons, derivation.hazards
         )
     if keyword.startswith(ENV_PREFIX):
         constants = [c.value for c in comparisons if isinstance(c.value, str)]
@@ -510,7 +548,7 @@ def factors_of(derivation: Derivation) -> list[Factor]:
             continue
         values = _values(derivation, keyword)
         default = derivation.defaults.get(keyword)
-        base = _installed(keyword, default) if keyword in PACKAGE_FIELD.values() else default
+        base = derivation.installed.get(keyword, default)
         factors.append(
             Factor(
                 keyword,
