@@ -116,6 +116,8 @@ def test_cli_writes_the_snapshot_and_refuses_bad_input(tmp_path, capsys) -> None
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""  # not a terminal: no progress
     assert parse(out.read_text(), out).te_version == "2.10.0"
+    assert main(["snapshot", "1.9.0.post1"]) == 0
+    assert parse(capsys.readouterr().out, "stdout").te_version == "1.9.0.post1"  # only the result
     assert main(["snapshot", str(tmp_path / "missing")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
     with pytest.raises(SnapshotError, match="not a selection snapshot"):
