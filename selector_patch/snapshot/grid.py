@@ -230,7 +230,8 @@ def installed_versions(
     for field in fields:
         role = next(role for role, name in PACKAGE_FIELD.items() if name == field)
         default = getattr(Scenario(), field)
-        candidates = [default, INSTALLED.get(role), *_named_versions(role, compared[field], hazards)]
+        named = _named_versions(role, compared[field], hazards)
+        candidates = [default, INSTALLED.get(role), *named]
         for version in dict.fromkeys(v for v in candidates if v is not None):
             if _takes(loaded, field, version):
                 found[field] = version
