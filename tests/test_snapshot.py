@@ -67,8 +67,8 @@ def test_each_pick_is_what_select_answers(newest) -> None:
             selection.role,
             selection.flash_version,
         ), keywords
-        if selection.backend == "FusedAttention":
-            assert pick.fused == selection.fused_backend == "F16_arbitrary_seqlen"
+        if selection.backend == "FusedAttention":  # whatever cuDNN's answer, as TE returned it
+            assert pick.fused == selection.fused_backend is not None
 
 
 def test_the_file_is_stable_sorted_and_small(newest, load_te_selector, release) -> None:
