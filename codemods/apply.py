@@ -2,7 +2,7 @@
 
     python -m codemods.apply [SOURCE ...] [--te VERSION ...] [--check | --diff]
                              [--format text|json|sarif] [--json] [--hazard ID ...]
-                             [--emit-tests DIR [--force]]
+                             [--emit-tests DIR [--force]] [--selection-diff [--quiet]]
 
 A SOURCE is a TE checkout, a selector file or `installed`; `--te 2.17.1` names a released
 wheel (fetched into the cache). Released wheels are never modified: for them the default action
@@ -11,7 +11,10 @@ table of the target's `pyproject.toml`. Every rewritten selector is re-analysed 
 that does not verify is an error, never a write. Exit status: 0 done (or nothing to do), 1
 `--check` found a missing guard, 2 bad input (one line on stderr naming the file and the cause;
 the file untouched). `--emit-tests DIR` also writes `DIR/test_te_attn_guards.py`, a pytest
-module for the guards this run inserted (`codemods.selector_tests`).
+module for the guards this run inserted (`codemods.selector_tests`). `--selection-diff` also
+runs the selector before and after on the virtual device and shows every request whose pick the
+guards change, grouped into regions, beside the text diff; a change outside every hazard's
+region is an error, never a write (`codemods.selection`).
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ class Outcome:
     original: str
     patched: str
     check: bool
+    #: The selection diff of the insertion (`--selection-diff`), if asked for.
+    selection: dict | None = None
 
     @property
     def changed(self) -> bool:
@@ -59,12 +64,15 @@ class Outcome:
         return {h: MISSING if s == INSERTED else s for h, s in self.plan.statuses.items()}
 
     def report(self) -> dict:
-        return {
+        found = {
             "path": str(self.source.path),
             "te_version": self.source.te_version,
             "changed": self.changed,
             "hazards": [{"id": h, "status": s, **self._where(h)} for h, s in self.statuses.items()],
         }
+        if self.selection is not None:
+            found["selection_diff"] = self.selection
+        return found
 
     def _where(self, hazard_id: str) -> dict:
         verdict = self.plan.missing.get(hazard_id)
@@ -138,9 +146,13 @@ def run_one(
     *,
     emit_tests: Path | None = None,
     force: bool = False,
+    selection: bool = False,
+    quiet: bool = False,
 ) -> Outcome:
     """Check, diff or rewrite one selector ("check" | "diff" | "write"); a rewrite with
-    `emit_tests` also writes the test module for its guards there (`force`: over other text)."""
+    `emit_tests` also writes the test module for its guards there (`force`: over other text).
+    With `selection`, the selection diff of the insertion is taken first and must lie inside
+    the hazards' regions (`codemods.selection`; `quiet`: no progress shown)."""
     path = source.path
     if mode == "write":
         check_writable(path)
@@ -155,6 +167,15 @@ def run_one(
             return Outcome(source, plan, original, original, check=True)
         patched, plan = _transform(original, config)
         outcome = Outcome(source, plan, original, patched, check=False)
+        if selection and outcome.changed:
+            from codemods.selection import outside, selection_report
+
+            outcome.selection = selection_report(
+                source, original, patched, config.hazards, quiet=quiet
+            )
+            refusal = outside(outcome.selection)
+            if refusal is not None:
+                raise SelectionOutside(f"{path}: {refusal}", outcome)
         if outcome.changed and mode == "write":
             if emit_tests is not None:  # first: a test file it may not replace stops the write
                 from codemods.selector_tests import emit
@@ -162,6 +183,15 @@ def run_one(
                 emit(emit_tests, source, original, patched, plan, force=force)
             replace_atomically(path, patched.encode("utf-8"))
     return outcome
+
+
+class SelectionOutside(Exception):
+    """The guards change a request outside every hazard's region; carries the outcome, whose
+    selection diff says where."""
+
+    def __init__(self, message: str, outcome: Outcome) -> None:
+        super().__init__(message)
+        self.outcome = outcome
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -221,7 +251,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="for --emit-tests: the directory of per-release TE C++ trees that answer cuDNN's"
         " fused-attention query (default $TE_ATTN_GUARDS_TE_CXX)",
     )
+    parser.add_argument(
+        "--selection-diff",
+        action="store_true",
+        help="also show what the guards change in the selection (needs the harness extra); a"
+        " change outside every hazard's region is an error (not with --check)",
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress on stderr for --selection-diff"
+    )
     args = parser.parse_args(argv)
+    if args.selection_diff and args.check:
+        parser.error(
+            "--selection-diff runs the selector on the guards it inserts: not with --check"
+        )
     if args.emit_tests is not None and (args.check or args.diff):
         parser.error(
             "--emit-tests writes tests beside the guards it writes: not with --check/--diff"
@@ -237,6 +280,16 @@ def _mode(args: argparse.Namespace, source: SelectorSource) -> str:
     if args.diff or source.origin == "release":
         return "diff"
     return "write"
+
+
+def _print_selection(outcome: Outcome, output_format: str) -> None:
+    """The selection diff, in text, ahead of the unified diff: `git apply` skips what precedes
+    a patch's first header."""
+    if outcome.selection is None or output_format != "text":
+        return
+    from selector_patch.selection_diff.text import render_text
+
+    sys.stdout.write(render_text(outcome.selection) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -261,7 +314,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise FileError(
                     f"{spec}: --emit-tests needs a checkout or file to write, not a release"
                 )
-            outcome = run_one(source, config, mode, emit_tests=args.emit_tests, force=args.force)
+            outcome = run_one(
+                source,
+                config,
+                mode,
+                emit_tests=args.emit_tests,
+                force=args.force,
+                selection=args.selection_diff,
+                quiet=args.quiet,
+            )
+        except SelectionOutside as error:
+            _print_selection(error.outcome, args.format)
+            print(error, file=sys.stderr)
+            failed = True
+            continue
         except (SourceError, FileError) as error:
             print(error, file=sys.stderr)
             failed = True
@@ -272,6 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         outcomes.append((outcome, config))
         if args.format == "text":
+            _print_selection(outcome, args.format)
             if _mode(args, source) == "diff":
                 sys.stdout.write(outcome.diff())
             statuses = ", ".join(f"{h} {s}" for h, s in outcome.statuses.items())

@@ -1,12 +1,17 @@
 """`python -m selector_patch verify SOURCE [--json] [--hazard ID]`,
-`python -m selector_patch table SOURCE [--patched] [--format markdown|html] [--output FILE]` and
-`python -m selector_patch run SCRIPT [ARGS ...]`.
+`python -m selector_patch table SOURCE [--patched] [--format markdown|html] [--output FILE]`,
+`python -m selector_patch snapshot SOURCE [-o FILE] [--quiet]`,
+`python -m selector_patch diff A B [--format text|markdown|json|html] [--output FILE] [--quiet]`
+and `python -m selector_patch run SCRIPT [ARGS ...]`.
 
 `verify` exits 0 when no hazard is reachable and no control fails, 1 otherwise, 2 when the source
 cannot be resolved or loaded, or its selector fails while running (one line `path: cause` on
 stderr; never a traceback). `table` prints (or writes) the selection table and exits 0, or 2 like
-`verify`. `run` runs a script with the runtime patch installed on TE's import; its exit status is
-the script's.
+`verify`. `snapshot` writes what the selector picks over its grid (stdout, or FILE) and exits 0,
+or 2. `diff` compares two selectors or snapshots (a `.json` file is a snapshot): 0 when no
+request's pick differs, 1 when some do, 2 on bad input. `snapshot` and `diff` show progress on
+stderr when it is a terminal (not with `--quiet`); stdout is only the result. `run` runs a script
+with the runtime patch installed on TE's import; its exit status is the script's.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import json
 import sys
 from pathlib import Path
 
+from selector_patch.config import load_config
+from selector_patch.project import ConfigError
 from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.sources import SourceError, resolve
 from selector_patch.te_cxx import OPTION_HELP, CxxError, name_trees
@@ -44,6 +51,22 @@ def _parser() -> argparse.ArgumentParser:
     table.add_argument("--format", choices=("markdown", "html"), default="markdown")
     table.add_argument("--output", metavar="FILE", help="write here instead of standard output")
     table.add_argument("--te-cxx", metavar="DIR", help=OPTION_HELP)
+    snapshot = commands.add_parser(
+        "snapshot", help="what the real selector picks over a grid derived from its comparisons"
+    )
+    snapshot.add_argument("source", help=SOURCE_HELP)
+    snapshot.add_argument("-o", "--output", metavar="FILE", help="write here, not to stdout")
+    snapshot.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    snapshot.add_argument("--te-cxx", metavar="DIR", help=OPTION_HELP)
+    diff = commands.add_parser(
+        "diff", help="every request whose pick differs between two selectors or snapshots"
+    )
+    diff.add_argument("a", help=f"{SOURCE_HELP}, or a snapshot .json")
+    diff.add_argument("b", help=f"{SOURCE_HELP}, or a snapshot .json")
+    diff.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text")
+    diff.add_argument("--output", metavar="FILE", help="write here instead of standard output")
+    diff.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    diff.add_argument("--te-cxx", metavar="DIR", help=OPTION_HELP)
     run = commands.add_parser(
         "run", help="run a Python script with the runtime patch installed when TE is imported"
     )
@@ -94,13 +117,60 @@ def table_command(args: argparse.Namespace) -> int:
         text = RENDERERS[args.format](build(source, patched=args.patched))
     except (SourceError, LoadError) as error:
         return _error(str(error))
-    if args.output is None:
+    return _emit(text, args.output)
+
+
+def snapshot_command(args: argparse.Namespace) -> int:
+    from selector_patch.harness import LoadError, load_selector
+    from selector_patch.progress import progress
+    from selector_patch.snapshot import grid_for, take
+
+    try:
+        source = resolve(args.source)
+        selector = load_selector(source)
+        grid = grid_for([selector], load_config(source.path).hazards)
+        with progress(len(grid), f"snapshot {args.source}", quiet=args.quiet) as bar:
+            snapshot = take(selector, grid, bar.advance)
+    except (SourceError, LoadError, ConfigError) as error:
+        return _error(str(error))
+    return _emit(snapshot.to_text(), args.output)
+
+
+def diff_command(args: argparse.Namespace) -> int:
+    from selector_patch.harness import LoadError
+    from selector_patch.progress import progress
+    from selector_patch.selection_diff import RENDERERS, diff, open_side
+    from selector_patch.snapshot import SnapshotError
+
+    try:
+        a, b = open_side(args.a), open_side(args.b)
+        hazards = _hazards_for(a, b)
+        with progress(0, "diff", quiet=args.quiet) as bar:
+            report = diff(a, b, hazards, bar)
+    except (SourceError, LoadError, SnapshotError, ConfigError) as error:
+        return _error(str(error))
+    status = _emit(RENDERERS[args.format](report), args.output)
+    if status != EXIT_OK:
+        return status
+    return EXIT_FINDINGS if report["differences"] else EXIT_OK
+
+
+def _hazards_for(*sides):
+    """The hazards that name regions: from B's (else A's) `[tool.te-attn-guards]`."""
+    for side in reversed(sides):
+        if side.loaded is not None:
+            return load_config(side.loaded.path).hazards
+    return HAZARDS
+
+
+def _emit(text: str, output: str | None) -> int:
+    if output is None:
         sys.stdout.write(text)
         return EXIT_OK
     try:
-        Path(args.output).write_text(text, encoding="utf-8")
+        Path(output).write_text(text, encoding="utf-8")
     except OSError as error:
-        return _error(f"{args.output}: {error.strerror}")
+        return _error(f"{output}: {error.strerror}")
     return EXIT_OK
 
 
@@ -125,7 +195,13 @@ def main(argv: list[str] | None = None) -> int:
             name_trees(args.te_cxx)
         except CxxError as error:
             return _error(str(error))
-    commands = {"verify": verify_command, "table": table_command, "run": run_command}
+    commands = {
+        "verify": verify_command,
+        "table": table_command,
+        "snapshot": snapshot_command,
+        "diff": diff_command,
+        "run": run_command,
+    }
     return commands[args.command](args)
 
 

@@ -14,7 +14,10 @@ A checkout answers cuDNN's fused-attention query with its own C++; a released wh
 takes it from `--te-cxx` / the `te_cxx` key / `TE_ATTN_GUARDS_TE_CXX`, else the answer is an
 assumption its failure messages state.
 
-The test-side API (`select`, `hazard_cases`, the assertions) is `selector_patch.testing`.
+`te_selection_snapshot` compares the selector's picks over its whole grid with a committed
+snapshot file (`selector_patch.testing.snapshots`); `--te-snapshot-update` rewrites it, as
+syrupy's `--snapshot-update` does. The test-side API (`select`, `hazard_cases`, the assertions)
+is `selector_patch.testing`.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ import pytest
 if TYPE_CHECKING:
     from selector_patch.sources import SelectorSource
     from selector_patch.testing import SelectorUnderTest
+    from selector_patch.testing.snapshots import SelectionSnapshot
 
 INI = "te_selector"
+UPDATE = "te_snapshot_update"
 SOURCE_HELP = (
     "the TE attention selector the te_selector fixture loads: a TE checkout, a selector .py"
     " file, 'installed' or a release such as 2.20.2"
@@ -58,6 +63,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"{CXX_HELP} (default: the {CXX_INI} ini key, else $TE_ATTN_GUARDS_TE_CXX)",
     )
     parser.addini(CXX_INI, f"{CXX_HELP}; a relative path is read from the ini file's directory")
+    group.addoption(
+        "--te-snapshot-update",
+        dest=UPDATE,
+        action="store_true",
+        default=False,
+        help="rewrite the selection snapshots te_selection_snapshot compares with",
+    )
 
 
 def _configured(config: pytest.Config, name: str) -> str | None:
@@ -132,3 +144,19 @@ def te_selector(
             pytrace=False,
         )
     return load_te_selector(source)
+
+
+@pytest.fixture
+def te_selection_snapshot(
+    request: pytest.FixtureRequest, te_selector: "SelectorUnderTest"
+) -> "SelectionSnapshot":
+    """The selector under test against its committed selection snapshot:
+    `te_selection_snapshot.assert_match()` (or `.assert_match(path)`) fails with the regions
+    whose picks changed; `--te-snapshot-update` writes the snapshot instead."""
+    from selector_patch.testing.snapshots import SelectionSnapshot, default_path
+
+    return SelectionSnapshot(
+        te_selector,
+        default_path(request.path, request.node.name),
+        request.config.getoption(UPDATE),
+    )

@@ -6,6 +6,10 @@ selector with one backend switched off) must change what the selector *reads* wi
 its `os` global: a module that is `os` in every respect except that `os.environ` and `os.getenv`
 consult this thread's override layers first. Layers nest, so the runtime patch's override composes
 with the harness's pinning, innermost first.
+
+`recording()` tells which variables a call read: a snapshot need not run a request again with a
+variable set that the selector never looked at (TE reads `NVTE_FLASH_ATTN_V2` only while
+`NVTE_FLASH_ATTN` leaves flash attention on).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from dataclasses import dataclass
 from selector_patch.views import ModuleView
 
 _MISSING = object()
+#: Recorded for a call that iterated over the environment: it saw every variable.
+EVERY = "*"
 
 
 @dataclass(frozen=True)
@@ -50,8 +56,29 @@ def overridden(values: Mapping[str, str], *, hide_prefix: str | None = None) -> 
         layers.pop()
 
 
+@contextmanager
+def recording() -> Iterator[set[str]]:
+    """The names this thread looks up within the block (`EVERY` once it iterates them all)."""
+    read: set[str] = set()
+    outer = getattr(_state, "read", None)
+    _state.read = read
+    try:
+        yield read
+    finally:
+        _state.read = outer
+        if outer is not None:
+            outer.update(read)
+
+
+def _note(name: str) -> None:
+    read = getattr(_state, "read", None)
+    if read is not None:
+        read.add(name)
+
+
 def lookup(name: str, default=None):
     """What this thread reads for `name`: the innermost layer deciding it, else os.environ."""
+    _note(name)
     for layer in reversed(_layers()):
         value = layer.values.get(name, _MISSING)
         if value is not _MISSING:
@@ -77,6 +104,7 @@ class EnvironView(MutableMapping):
         return isinstance(name, str) and lookup(name, _MISSING) is not _MISSING
 
     def __iter__(self) -> Iterator[str]:
+        _note(EVERY)
         names = set(os.environ)
         for layer in _layers():
             names.update(layer.values)
@@ -93,7 +121,14 @@ class EnvironView(MutableMapping):
 
 
 class OsView(ModuleView):
-    """The `os` module with `environ` and `getenv` replaced by this thread's view."""
+    """The `os` module with `environ` and `getenv` replaced by this thread's view.
+
+    `recording` is reached through the view a selector was given: a process that imports this
+    module twice (pytest's in-process `pytester` sessions) has two of them, and only the one the
+    selector reads through sees its reads.
+    """
+
+    recording = staticmethod(recording)
 
     def __init__(self) -> None:
         super().__init__(os)

@@ -72,7 +72,7 @@ def resolve(spec: str) -> SelectorSource:
         return _from_file(path)
     if spec == "installed":
         return _from_installed()
-    if _is_version(spec):
+    if is_version(spec):
         root = _release_tree(spec)
         return SelectorSource(_find_selector(root, spec), root, _tree_version(root), "release")
     raise SourceError(spec, "no such file or directory, and not `installed` or a TE version")
@@ -183,7 +183,8 @@ def _from_installed() -> SelectorSource:
     )
 
 
-def _is_version(spec: str) -> bool:
+def is_version(spec: str) -> bool:
+    """Whether `spec` is a PEP 440 version (a release to fetch, or a package version)."""
     try:
         Version(spec)
     except InvalidVersion:

@@ -14,6 +14,7 @@ from seed_cases import (
 
 from selector_patch.harness import Selection
 from selector_patch.registry import get_hazard
+from selector_patch.scenario import Scenario
 
 TEA001, TEA002 = get_hazard("TEA001"), get_hazard("TEA002")
 
@@ -81,3 +82,12 @@ def test_log_lines_are_te_formatted(te):
     assert lines[0].startswith("Running with config={'transformer_engine_version': '2.20.2',")
     assert "'compute_capability': 'sm120'" in lines[0]
     assert "Disabling FusedAttention due to NVTE_FUSED_ATTN=0" in lines
+
+
+@pytest.mark.parametrize("version", ["2.18.0", "2.20.2"])  # an enum member, then an int
+def test_the_fused_sub_backend_is_named(load_te_selector, version):
+    selector = load_te_selector(version).loaded
+    fused = selector.select(Scenario())
+    assert (fused.backend, fused.fused_backend) == ("FusedAttention", "F16_arbitrary_seqlen")
+    off = selector.select(Scenario(env=(("NVTE_FUSED_ATTN", "0"),)))
+    assert off.fused_backend is None

@@ -6,8 +6,9 @@ are linked from the test environment rather than reinstalled: a real `pip instal
 a fresh environment (torch alone is 750 MB unpacked) takes some 40 s here, the linked
 environment about 5. What the proof needs is that nothing outside the declared requirements is
 importable, which holds either way. In it, a throwaway project runs the README's example test
-against a checkout of TE 2.20.2 before and after the codemod, and `pytest --help` imports no
-torch.
+against a checkout of TE 2.20.2 before and after the codemod, a selection snapshot test fails on
+a deliberately changed selector and passes after `--te-snapshot-update`, and `pytest --help`
+imports no torch.
 """
 
 from __future__ import annotations
@@ -141,6 +142,48 @@ def test_readme_example_fails_before_the_codemod_and_passes_after(fresh_python, 
     assert after.returncode == 0 and "8 passed" in after.stdout, after.stdout + after.stderr
 
 
+SNAPSHOT_TEST = """
+def test_selection(te_selection_snapshot):
+    te_selection_snapshot.assert_match()
+"""
+#: TE 2.10.0's one dropout filter: deleting it is the deliberate change.
+DROPOUT_FILTER = (
+    "    if attention_dropout != 0.0 and use_flash_attention_3:\n"
+    '        logger.debug("Disabling FlashAttention 3 for dropout")\n'
+    "        use_flash_attention_3 = False\n"
+)
+
+
+def test_a_snapshot_test_fails_on_a_changed_selector_until_updated(fresh_python, release, tmp_path):
+    source = release("2.10.0")
+    checkout = tmp_path / "TransformerEngine"
+    shutil.copytree(source.root, checkout)
+    selector = checkout / source.path.relative_to(source.root)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_selection.py").write_text(SNAPSHOT_TEST)
+    pytest_args = ("-m", "pytest", "-p", "no:cacheprovider", "-q", "--te-selector", str(checkout))
+
+    recorded = run(fresh_python, *pytest_args, "--te-snapshot-update", cwd=project)
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    assert (project / "__snapshots__" / "test_selection" / "test_selection.json").is_file()
+    unchanged = run(fresh_python, *pytest_args, cwd=project)
+    assert unchanged.returncode == 0, unchanged.stdout + unchanged.stderr
+
+    text = selector.read_text()
+    assert DROPOUT_FILTER in text
+    selector.write_text(text.replace(DROPOUT_FILTER, ""))
+    changed = run(fresh_python, *pytest_args, cwd=project)
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert "the selector's picks differ from" in changed.stdout
+    assert "sm90, attention_dropout > 0.0: FlashAttention 2 → FlashAttention 3" in changed.stdout
+
+    updated = run(fresh_python, *pytest_args, "--te-snapshot-update", cwd=project)
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    again = run(fresh_python, *pytest_args, cwd=project)
+    assert again.returncode == 0 and "1 passed" in again.stdout, again.stdout + again.stderr
+
+
 def test_a_session_that_does_not_use_the_plugin_imports_no_torch(fresh_python, tmp_path):
     helped = run(fresh_python, "-X", "importtime", "-m", "pytest", "--help", cwd=tmp_path)
     assert helped.returncode == 0, helped.stderr
@@ -152,3 +195,4 @@ def test_a_session_that_does_not_use_the_plugin_imports_no_torch(fresh_python, t
     assert "fixtures defined from selector_patch.pytest_plugin" in listed.stdout
     assert "load_te_selector [session scope]" in listed.stdout
     assert "te_selector [session scope]" in listed.stdout
+    assert "te_selection_snapshot" in listed.stdout

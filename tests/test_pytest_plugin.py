@@ -156,9 +156,8 @@ def test_any_attention_params_field_reaches_te(te) -> None:
 
 
 def _choice(role: str, backend: str, lines: tuple[str, ...]) -> BackendChoice:
-    selection = Selection(
-        backend, role, None, (False, False, True), tuple(("DEBUG", line, ()) for line in lines)
-    )
+    entries = tuple(("DEBUG", line, ()) for line in lines)
+    selection = Selection(backend, role, None, (False, False, True), entries=entries)
     return BackendChoice(selection, Scenario(), {}, "2.20.2")
 
 
@@ -295,17 +294,13 @@ def test_a_selector_whose_code_fails_fails_the_test_in_one_line(pytester: pytest
 
 def test_fixtures_are_listed(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--fixtures")
-    for fixture, doc in (
-        ("load_te_selector", "*Load any TE selector once per session*"),
-        ("te_selector", "*The selector under test*"),
+    result.stdout.fnmatch_lines(["*fixtures defined from selector_patch.pytest_plugin*"])
+    for fixture, docstring in (
+        ("load_te_selector [[]session scope[]]*", "*Load any TE selector once per session*"),
+        ("te_selector [[]session scope[]]*", "*The selector under test*"),
+        ("te_selection_snapshot -- *", "*against its committed selection snapshot*"),
     ):
-        result.stdout.fnmatch_lines(
-            [
-                "*fixtures defined from selector_patch.pytest_plugin*",
-                f"{fixture} [[]session scope[]]*",
-                doc,
-            ]
-        )
+        result.stdout.fnmatch_lines([fixture, docstring])
 
 
 def test_load_te_selector_loads_each_selector_once(load_te_selector, release) -> None:

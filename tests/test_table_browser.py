@@ -94,3 +94,68 @@ def test_hazard_cells_render_unpatched_and_not_patched(release, tmp_path):
     assert {("sm120", "TEA001"), ("sm120", "TEA002")} <= unpatched_hazards
     patched_classes = {css_class for _, cells in tables["patched"] for css_class, _ in cells}
     assert "hazard" not in patched_classes
+
+
+class RenderedDiff(HTMLParser):
+    """The selection diff page's region table: per row, (header, [(class, data-hazards), ...])."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[tuple[str, list[tuple[str, str]]]] = []
+        self._in_table = self._in_body = self._in_header = False
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        if tag == "table" and attributes.get("data-table") == "regions":
+            self._in_table = True
+        elif self._in_table and tag == "tbody":
+            self._in_body = True
+        elif self._in_body and tag == "tr":
+            self.rows.append(("", []))
+        elif self._in_body and tag == "th":
+            self._in_header = True
+        elif self._in_body and tag == "td":
+            self.rows[-1][1].append(
+                (attributes.get("class") or "", attributes.get("data-hazards") or "")
+            )
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._in_table = self._in_body = False
+        elif tag == "th":
+            self._in_header = False
+
+    def handle_data(self, data):
+        if self._in_header:
+            header, cells = self.rows[-1]
+            self.rows[-1] = (header + data, cells)
+
+
+def test_the_selection_diff_page_renders_the_hazards_regions(release, tmp_path):
+    from codemods.apply import transform
+    from codemods.selection import selection_report
+    from selector_patch.registry import HAZARDS
+    from selector_patch.selection_diff import page as diff_page
+
+    source = release("2.17.1")
+    original = source.path.read_text()
+    report = selection_report(
+        source, original, transform(original, HAZARDS)[0], HAZARDS, quiet=True
+    )
+    path = tmp_path / "diff.html"
+    path.write_text(diff_page.render(report), encoding="utf-8")
+    assert "<td" not in path.read_text(encoding="utf-8")  # only the script makes cells
+
+    parser = RenderedDiff()
+    parser.feed(dump_dom(path, tmp_path / "profile"))
+    architectures = report["grid"]["architectures"]
+    assert parser.rows and all(len(cells) == len(architectures) for _, cells in parser.rows)
+    marked = {
+        (architectures[column], hazard)
+        for _, cells in parser.rows
+        for column, (css_class, hazards) in enumerate(cells)
+        if "hazard" in css_class.split()
+        for hazard in hazards.split()
+    }
+    assert {("sm120", hazard) for hazard in ("TEA001", "TEA002", "TEA003", "TEA004")} <= marked
+    assert {architecture for architecture, _ in marked} <= {"sm120", "sm121"}

@@ -2,7 +2,7 @@
 
     python -m lint_plugin.mine --te SOURCE
         (--flash-attn-4 VERSION | --flash-attn VERSION [VERSION ...] | --kernel-source PATH)
-        [--json] [--skip-hazard ID ...]
+        [--json] [--skip-hazard ID ...] [--quiet]
 
 `--flash-attn-4` reads flash-attn-4's `flash_attn/cute/` Python (a released wheel, fetched into
 the cache) for architecture-conditioned `assert` / `raise`. `--flash-attn` reads a flash-attn
@@ -18,6 +18,9 @@ Candidates are derived from the kernel alone; one that says what a registry or c
 hazard says is marked `= TEA0NN`, and `--skip-hazard` switches such an entry off (the miner
 then declares the candidate afresh). Several `--flash-attn` versions give one report each and
 then what changed from each release to the next.
+
+Mining several releases shows progress on stderr when it is a terminal (one step per kernel
+release mined), not with `--quiet`; stdout is only the report.
 
 Exit status: 0 no UNGUARDED case, 1 some, 2 bad input (one line on stderr), 3 the two judges
 disagree (a bug in this project, reported rather than settled).
@@ -38,9 +41,10 @@ from lint_plugin.mine.findings import Case
 from lint_plugin.mine.report import Kernel, report_json, to_text
 from selector_patch.config import ConfigError, load_config
 from selector_patch.harness import LoadError
-from selector_patch.te_cxx import OPTION_HELP, CxxError, name_trees
+from selector_patch.progress import progress
 from selector_patch.registry import HAZARDS
 from selector_patch.sources import SourceError, resolve
+from selector_patch.te_cxx import OPTION_HELP, CxxError, name_trees
 
 EXIT_OK, EXIT_UNGUARDED, EXIT_ERROR, EXIT_DISAGREEMENT = 0, 1, 2, 3
 
@@ -73,6 +77,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         " tree holding csrc/flash_attn/ or hopper/ (flash-attn 2 / 3)",
     )
     parser.add_argument("--json", action="store_true", help="print every verdict as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument(
         "--skip-hazard",
         action="append",
@@ -160,11 +165,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError(f"--skip-hazard {unknown[0]}: no such hazard")
         known = [hazard for hazard in config.hazards if hazard.id not in args.skip_hazard]
         judges = Judges(source, function_names=config.selector_functions)
-        for load in loaders:
-            kernel, found, notes = load()
-            verdicts = crosscheck(found, judges, known)
-            declared = declarations(verdicts, taken=configured | {h.id for h in HAZARDS})
-            results.append((kernel, verdicts, declared, notes))
+        with progress(len(loaders), "mining", quiet=args.quiet or len(loaders) == 1) as bar:
+            for load in loaders:
+                kernel, found, notes = load()
+                bar.relabel(f"mining {kernel.version}")
+                verdicts = crosscheck(found, judges, known)
+                declared = declarations(verdicts, taken=configured | {h.id for h in HAZARDS})
+                results.append((kernel, verdicts, declared, notes))
+                bar.advance()
     except (SourceError, LoadError, ConfigError, CxxError) as error:
         print(f"python -m lint_plugin.mine: {error}", file=sys.stderr)
         return EXIT_ERROR

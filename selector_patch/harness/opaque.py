@@ -75,8 +75,8 @@ class _OpaqueMeta(type):
         return derived[qualname]
 
 
-def is_opaque(value: object) -> bool:
-    """Whether `value` is one of the opaque values this module makes."""
+def is_opaque(value: Any) -> bool:
+    """Whether `value` is one of the stand-ins: what the virtual device has no answer for."""
     return isinstance(value, _OpaqueMeta)
 
 

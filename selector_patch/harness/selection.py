@@ -3,8 +3,8 @@
 TE 2.2+ returns `(use_flash, flash_version, use_fused, fused_backend, use_unfused, available)`;
 TE 1.9 - 2.1 return the same without the flash version and record FA3's use in the module global
 `_use_flash_attn_3`; before 1.9 the fused backend came last. `returns` says which item is which
-(a fork's extra backend included); `Selection` names the chosen backend, its role ("FA4", ...)
-and the selector's own log lines, formatted only when read.
+(a fork's extra backend included); `Selection` names the chosen backend, its role ("FA4", ...),
+cuDNN's fused sub-backend TE returned, and the selector's own log lines, formatted only when read.
 """
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ from functools import cached_property
 
 from packaging.version import Version
 
+from selector_patch.harness.extension import BACKEND_VALUES
 from selector_patch.harness.logs import format_entry
 from selector_patch.harness.returns import (
     AVAILABLE,
     FLASH,
     FLASH_VERSION,
     FUSED,
+    FUSED_BACKEND,
     POSITIONAL,
     UNFUSED,
     Layout,
@@ -37,6 +39,9 @@ BACKENDS = {
 NO_BACKEND = "NoBackend"
 #: TE 1.11 - 2.1: set by the selector when FlashAttention means FA3.
 FA3_GLOBAL = "_use_flash_attn_3"
+#: `NVTE_Fused_Attn_Backend` names by value: TE 2.19+ return the sub-backend as an `int`.
+BACKEND_NAMES = {value: name for name, value in BACKEND_VALUES.items()}
+MEMBER_PREFIX = "NVTE_"
 
 
 class UnreadableResult(Exception):
@@ -53,6 +58,10 @@ class Selection:
     flash_version: str | None
     #: TE's available_backends: (flash, fused, unfused), and a fork's own as it lists them
     available: tuple[bool, ...]
+    #: cuDNN's sub-backend TE returned beside its flags ("F16_arbitrary_seqlen"), by the name
+    #: of its `NVTE_Fused_Attn_Backend` member without the prefix; None where TE returned none
+    #: (fused attention filtered out) or the dialect returns no sub-backend.
+    fused_backend: str | None = None
     entries: tuple[tuple[str, object, tuple], ...] = field(default=(), repr=False, compare=False)
 
     @cached_property
@@ -70,6 +79,18 @@ def _flash_role(version: str | None) -> str:
     not installed, returns a stale version or none, and TE's dispatch decides what runs.
     """
     return dispatched_role(Version(version).major if version is not None else None)
+
+
+def fused_backend_name(returned: object) -> str | None:
+    """The sub-backend's name: TE 1.9 - 2.18 return the extension's enum member, TE 2.19+ its
+    `int` (a member does not survive a graph break under `torch.compile`)."""
+    if returned is None:
+        return None
+    if isinstance(returned, int) and not isinstance(returned, bool):
+        name = BACKEND_NAMES.get(returned, str(returned))
+    else:
+        name = str(getattr(returned, "name", returned))
+    return name.removeprefix(MEMBER_PREFIX)
 
 
 def _layout(result: object, layout: Layout | None) -> Layout:
@@ -115,4 +136,9 @@ def interpret(
         available = tuple(bool(x) for x in available)
     except TypeError:
         raise UnreadableResult(f"returned {AVAILABLE}={available!r}, not a list") from None
-    return Selection(backend, role, flash_version, available, entries)
+    fused_backend = (
+        fused_backend_name(result[layout.position[FUSED_BACKEND]])
+        if FUSED_BACKEND in layout.position
+        else None
+    )
+    return Selection(backend, role, flash_version, available, fused_backend, entries)

@@ -4,7 +4,9 @@ inline script that builds the tables from it.
 Nothing is fetched, so the file can be attached to a PR or opened from disk. The tables exist
 only once the script has run, which is what lets a headless-browser test prove that the page
 renders (and renders the hazard cells), rather than that a string was written. Hazard cells
-carry `class="hazard"` and `data-hazards`; each table carries `data-variant`.
+carry `class="hazard"` and `data-hazards`; each table carries `data-variant`. The selection
+diff's page (`selection_diff.page`) is built the same way, from `document`, `BASE_STYLE` and
+`ELEMENT_SCRIPT`.
 """
 
 from __future__ import annotations
@@ -14,32 +16,39 @@ import json
 
 from selector_patch.table.matrix import TableData
 
-_STYLE = """
+#: The look both pages share.
+BASE_STYLE = """
 body { font: 13px/1.35 system-ui, sans-serif; margin: 20px; color: #1f2328; }
 h1 { font-size: 20px; margin: 0 0 4px; }
 h2 { font-size: 15px; margin: 16px 0 6px; }
 .source { color: #59636e; font-family: ui-monospace, monospace; font-size: 12px; }
 table { border-collapse: collapse; }
 th, td { border: 1px solid #d1d9e0; padding: 3px 6px; text-align: left; vertical-align: top; }
-td .version { display: block; color: #59636e; font-size: 11px; }
 thead th { background: #f6f8fa; font-weight: 600; }
-thead th.witness { background: #fff1e5; }
 tbody th { background: #f6f8fa; }
-td.hazard { background: #ffebe9; color: #82071e; font-weight: 700; }
-td.hazard .version, td.hazard .ids { color: #82071e; }
-td.hazard .ids { display: block; font-size: 11px; font-weight: 400; }
 .legend { margin-top: 16px; color: #59636e; }
 """
-
-_SCRIPT = """
-const data = JSON.parse(document.getElementById("table-data").textContent);
-const root = document.getElementById("tables");
+#: The helper both pages' scripts build their elements with.
+ELEMENT_SCRIPT = """
 function element(tag, text, attributes) {
   const node = document.createElement(tag);
   if (text !== undefined) node.textContent = text;
   for (const [name, value] of Object.entries(attributes || {})) node.setAttribute(name, value);
   return node;
 }
+"""
+
+_STYLE = """
+td .version { display: block; color: #59636e; font-size: 11px; }
+thead th.witness { background: #fff1e5; }
+td.hazard { background: #ffebe9; color: #82071e; font-weight: 700; }
+td.hazard .version, td.hazard .ids { color: #82071e; }
+td.hazard .ids { display: block; font-size: 11px; font-weight: 400; }
+"""
+
+_SCRIPT = """
+const data = JSON.parse(document.getElementById("table-data").textContent);
+const root = document.getElementById("tables");
 function header() {
   const thead = element("thead");
   const groups = element("tr");
@@ -99,34 +108,38 @@ root.appendChild(legend);
 """
 
 
-def _embedded(data: TableData) -> str:
+def embedded(data: object) -> str:
     """JSON that cannot end the `<script>` element it sits in."""
     return json.dumps(data, indent=1).replace("<", "\\u003c")
 
 
-def _assumption(data: TableData) -> str:
-    """The fused answer's assumption, where TE's C++ was not at hand, as a paragraph."""
-    if not data["fused_assumption"]:
-        return ""
-    return f'<p class="source">{html.escape(data["fused_assumption"])}</p>\n'
-
-
-def render(data: TableData) -> str:
-    title = html.escape(f"Attention backend selected by TE {data['te_version'] or ''}".rstrip())
+def document(
+    title: str, sources: list[str], root: str, data_id: str, data: object, style: str, script: str
+) -> str:
+    """One static page: `title`, a line per source, an empty `root` the script fills from
+    `data` (embedded under `data_id`), the shared style and element helper beside the page's."""
+    title = html.escape(title)
+    lines = "".join(f'<div class="source">{html.escape(line)}</div>\n' for line in sources)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>{title}</title>
-<style>{_STYLE}</style>
+<style>{BASE_STYLE}{style}</style>
 </head>
 <body>
 <h1>{title}</h1>
-<div class="source">{html.escape(data["source"])}</div>
-{_assumption(data)}<div id="tables"></div>
+{lines}<div id="{root}"></div>
 <noscript>This page builds its tables with JavaScript.</noscript>
-<script type="application/json" id="table-data">{_embedded(data)}</script>
-<script>{_SCRIPT}</script>
+<script type="application/json" id="{data_id}">{embedded(data)}</script>
+<script>{ELEMENT_SCRIPT}{script}</script>
 </body>
 </html>
 """
+
+
+def render(data: TableData) -> str:
+    title = f"Attention backend selected by TE {data['te_version'] or ''}".rstrip()
+    # the fused answer's assumption, where TE's C++ was not at hand, under the source
+    lines = [data["source"], *filter(None, [data["fused_assumption"]])]
+    return document(title, lines, "tables", "table-data", data, _STYLE, _SCRIPT)

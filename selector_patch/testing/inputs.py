@@ -29,6 +29,8 @@ SCENARIO_FIELDS = tuple(field.name for field in dataclasses.fields(Scenario))
 ALIASES = {"is_training": "training", "requires_backward": "backward"}
 #: Sets both head dims, unless `head_dim_qk` / `head_dim_v` are given too.
 HEAD_DIM = "head_dim"
+#: Keywords that set several `Scenario` fields to one value.
+JOINT = {HEAD_DIM: ("head_dim_qk", "head_dim_v")}
 ENV_PREFIX = "NVTE_"
 VOCABULARY = ", ".join((*SCENARIO_FIELDS, *ALIASES, HEAD_DIM, f"{ENV_PREFIX}*"))
 
@@ -55,8 +57,9 @@ def request_of(
     changes: dict[str, Any] = {}
     params: dict[str, Any] = {}
     env = _environment(inputs.get("env", {}), where)
-    if HEAD_DIM in inputs:
-        changes["head_dim_qk"] = changes["head_dim_v"] = inputs[HEAD_DIM]
+    for keyword, fields in JOINT.items():
+        if keyword in inputs:
+            changes.update(dict.fromkeys(fields, inputs[keyword]))
     for name, value in inputs.items():
         if name in ("env", HEAD_DIM):
             continue
