@@ -40,7 +40,6 @@ class Side:
         return cls(
             name or str(loaded.path),
             loaded.te_version,
-            # Until the fidelity harness gives every loaded selector this attribute.
             loaded.fused_assumption,
             loaded=loaded,
         )

@@ -65,7 +65,6 @@ def take(
         te_version=loaded.te_version,
         selector=selector_name(loaded),
         sha256=hashlib.sha256(loaded.text.encode("utf-8")).hexdigest(),
-        # Until the fidelity harness gives every loaded selector this attribute.
         fused_assumption=loaded.fused_assumption,
         grid=grid,
         outcomes=run(loaded, grid, advance),
