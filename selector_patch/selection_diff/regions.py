@@ -23,7 +23,7 @@ integer `&`s.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 from selector_patch.snapshot.codec import spelled
 from selector_patch.snapshot.grid import MODE_NAMES, Factor, Grid
@@ -190,6 +190,8 @@ class Region:
     mask: int
     #: The plainest of them.
     witness: int
+    #: What accounts for its requests' change, the same for each (the hazards whose guards do).
+    cause: tuple[str, ...] = ()
 
     def statement(self, space: Space) -> tuple[list[str], list[str]]:
         """(architectures, conditions): `["sm90"]`, `["training", "head_dim_qk > 192"]`."""
@@ -276,11 +278,18 @@ def _between(low: Any, cut: tuple[Any, int], high: Any) -> bool:
 
 
 def find(
-    space: Space, picks_a: Sequence[Pick], picks_b: Sequence[Pick], compared: int
+    space: Space,
+    picks_a: Sequence[Pick],
+    picks_b: Sequence[Pick],
+    compared: int,
+    causes: Mapping[int, tuple[str, ...]] | None = None,
 ) -> list[Region]:
     """The regions of every change (`change_text`): within each, every request side A answered
-    as the change says now gets what the change says."""
-    changes: dict[str, list[int]] = {}
+    as the change says now gets what the change says. With `causes` (per differing position,
+    what accounts for its change), requests of one change with different causes are kept in
+    regions of their own: TEA001's sm120 and TEA005's sm80 are two regions, not one that
+    neither hazard explains."""
+    changes: dict[tuple[str, tuple[str, ...]], list[int]] = {}
     answered: dict[str, list[int]] = {}
     texts: dict[tuple[Pick, Pick], str] = {}
     for position in indices(compared):
@@ -289,18 +298,24 @@ def find(
         if a != b:
             if (a, b) not in texts:
                 texts[(a, b)] = change_text(a, b)
-            changes.setdefault(texts[(a, b)], []).append(position)
+            cause = causes.get(position, ()) if causes is not None else ()
+            changes.setdefault((texts[(a, b)], cause), []).append(position)
     domains = {label: mask_of(positions, space.size) for label, positions in answered.items()}
     regions = []
-    for change, positions in sorted(changes.items(), key=lambda item: item[1][0]):
+    for (change, cause), positions in sorted(changes.items(), key=lambda item: item[1][0]):
         holds = mask_of(positions, space.size)
         others = domains[picks_a[positions[0]].label()] & ~holds
-        regions.extend(_cover(space, change, holds, others, positions))
+        regions.extend(_cover(space, change, cause, holds, others, positions))
     return _merged(space, regions)
 
 
 def _cover(
-    space: Space, change: str, holds: int, others: int, positions: list[int]
+    space: Space,
+    change: str,
+    cause: tuple[str, ...],
+    holds: int,
+    others: int,
+    positions: list[int],
 ) -> Iterator[Region]:
     remaining = holds
     seeds = sorted(positions, key=space.plainness)
@@ -314,7 +329,7 @@ def _cover(
                 mask &= _union(dimension, chosen)
         remaining &= ~mask
         held = mask & holds
-        yield Region(_tightened(space, allowed, held), change, held, seed)
+        yield Region(_tightened(space, allowed, held), change, held, seed, cause)
         if not remaining:
             break
 
@@ -391,10 +406,10 @@ def _widened(space: Space, seed: int, others: int) -> list[tuple[int, ...] | Non
 
 
 def _merged(space: Space, regions: list[Region]) -> list[Region]:
-    """Regions of one change that differ in one input only, as one, until none do."""
-    by_change: dict[str, list[Region]] = {}
+    """Regions of one change and cause that differ in one input only, as one, until none do."""
+    by_change: dict[tuple[str, tuple[str, ...]], list[Region]] = {}
     for region in regions:
-        by_change.setdefault(region.change, []).append(region)
+        by_change.setdefault((region.change, region.cause), []).append(region)
     merged = []
     for group in by_change.values():
         changed = True
@@ -435,7 +450,7 @@ def _union_region(space: Space, first: Region, second: Region) -> Region | None:
             return None  # an ordered input's values must stay one interval
         allowed[position] = joined
     witness = min(first.witness, second.witness, key=space.plainness)
-    return Region(tuple(allowed), first.change, first.mask | second.mask, witness)
+    return Region(tuple(allowed), first.change, first.mask | second.mask, witness, first.cause)
 
 
 def _merge_allowed(a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> tuple[int, ...] | None:

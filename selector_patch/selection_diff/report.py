@@ -13,7 +13,8 @@
         "b": {...}}, ...]}
 
 A region is named by each hazard whose guard fires for every request in it (and, where the
-backend changed, whose backend side A chose): the regions a guard made. `outside_hazards`
+backend changed, whose backend side A chose): the regions a guard made. Requests one change
+reaches for different hazards form regions of their own (`regions.find`'s causes). `outside_hazards`
 counts the differing requests no hazard explains, which is 0 for a diff the codemod made. The
 witness is the region's plainest request, as `select()` keywords (values JSON-encoded, see
 `snapshot.codec`), with each side's log lines for it. The data is the one input of every
@@ -81,15 +82,15 @@ def build(a: Side, b: Side, compared: Compared, hazards: Sequence[Hazard]) -> Re
     space = Space(grid)
     picks_a = [o.pick if o is not None else None for o in compared.a]
     picks_b = [o.pick if o is not None else None for o in compared.b]
-    regions = find(space, picks_a, picks_b, compared.compared)
-    outside = 0
-    differences = [_difference(compared, space, region, hazards) for region in regions]
+    causes = {}
     for position in indices(compared.compared):
         pa, pb = picks_a[position], picks_b[position]
         if pa != pb:
             scenario = scenario_of(grid.keywords(grid.at(position)))
-            if not any(explained_by(h, scenario, pa, pb) for h in hazards):
-                outside += 1
+            causes[position] = tuple(h.id for h in hazards if explained_by(h, scenario, pa, pb))
+    regions = find(space, picks_a, picks_b, compared.compared, causes)
+    outside = sum(not cause for cause in causes.values())
+    differences = [_difference(compared, space, region) for region in regions]
     assumed = _assumptions(a, b)
     return {
         "a": _side(a),
@@ -126,21 +127,10 @@ def _assumptions(a: Side, b: Side) -> list[str]:
     ]
 
 
-def _difference(
-    compared: Compared, space: Space, region: Region, hazards: Sequence[Hazard]
-) -> dict[str, Any]:
+def _difference(compared: Compared, space: Space, region: Region) -> dict[str, Any]:
     grid = compared.grid
     architectures, conditions = region.statement(space)
     positions = list(indices(region.mask))
-    requests = [
-        (scenario_of(grid.keywords(grid.at(p))), compared.a[p].pick, compared.b[p].pick)
-        for p in positions
-    ]
-    named = [
-        hazard.id
-        for hazard in hazards
-        if all(explained_by(hazard, *request) for request in requests)
-    ]
     witness = grid.at(region.witness)
     change = region.change
     where = ", ".join([*architectures, *conditions]) or "every request"
@@ -149,7 +139,7 @@ def _difference(
         "architectures": architectures,
         "conditions": conditions,
         "change": change,
-        "hazards": named,
+        "hazards": list(region.cause),
         "configurations": len(positions),
         "witness": {k: encode(v) for k, v in witness_keywords(grid, witness).items()},
         "a": _pick_json(compared.a[region.witness].pick, compared.a[region.witness].log),
