@@ -10,9 +10,12 @@ variable, overridden for this call and thread only (`scoped_env`; `os.environ` i
 written), so TE picks the fallback, computes `available_backends` and logs as it always does.
 The registry message is logged once per configuration on TE's "DotProductAttention" logger.
 
-A backend is switched off by the most specific variable the selector reads (`Role.switches`):
-TE 2.15 - 2.17 read no `NVTE_FLASH_ATTN_V4`, so there FA4 is switched off with
-`NVTE_FLASH_ATTN=0`, which also takes FA2 / FA3 out of that one re-run.
+A backend is switched off by its own variable (`Role.switches[0]`) where the selector reads it.
+TE 2.15 - 2.17 read no `NVTE_FLASH_ATTN_V4`, and their `NVTE_FLASH_ATTN=0` would take FA2 / FA3
+out of the re-run too. There the re-run is a copy of the selector function whose globals see the
+package as not installed (`FlashAttentionUtils` subclassed with `v4_is_installed = False`): every
+FA4 path of those selectors is gated by that flag, so TE falls back exactly as it does with FA4
+filtered out, and the live class, which TE's `FlashAttention` reads, is left as it is.
 
 Whether a backward will run is autograd's state when the params are built, as in the codemod:
 `install()` puts in the module's `AttentionParams` a subclass with the `requires_backward` field
@@ -142,6 +145,38 @@ def switch(selector: Callable[..., Any], role: str) -> str:
     return next((name for name in switches if names_constant(selector, name)), switches[-1])
 
 
+def uninstalled_flag(module: types.ModuleType, selector: Callable[..., Any], role: str):
+    """`(holder name, attribute)` of the role's installed flag, where switching `role` off by
+    variable would switch other backends off too; None where its own variable does it alone."""
+    if switch(selector, role) == ROLES[role].switches[0] or not hasattr(selector, "__code__"):
+        return None
+    for expression in ROLES[role].installed:
+        holder, _, attribute = expression.partition(".")
+        if attribute and isinstance(module.__dict__.get(holder), type):
+            return holder, attribute
+    return None
+
+
+def _set_on_base(cls, name: str, value: Any) -> None:
+    setattr(cls.__mro__[1], name, value)
+
+
+def _without(module: types.ModuleType, selector, flags: list[tuple[str, str]]):
+    """A copy of `selector` whose globals see each flag's package as not installed."""
+    namespace = dict(module.__dict__)
+    for holder, attribute in flags:
+        live = namespace[holder]
+        # What the selector writes on the class (`version_required`) lands on the live one.
+        forwarding = type("Forwarding", (type(live),), {"__setattr__": _set_on_base})
+        namespace[holder] = forwarding(holder, (live,), {attribute: False})
+    copy = types.FunctionType(
+        selector.__code__, namespace, selector.__name__, selector.__defaults__,
+        selector.__closure__,
+    )
+    copy.__kwdefaults__ = selector.__kwdefaults__
+    return copy
+
+
 def _wrap(module: types.ModuleType, patch: _Patch) -> Callable[..., Any]:
     original = patch.original
 
@@ -152,9 +187,14 @@ def _wrap(module: types.ModuleType, patch: _Patch) -> Callable[..., Any]:
         if not triggered:
             return original(attention_params, *args, **kwargs)
         _log_once(module, patch, triggered, scenario)
-        switches = {switch(original, hazard.backend): "0" for hazard in triggered}
+        roles = {hazard.backend for hazard in triggered}
+        flags = {role: uninstalled_flag(module, original, role) for role in roles}
+        switches = {switch(original, role): "0" for role in roles if flags[role] is None}
+        rerun = original
+        if any(flags.values()):
+            rerun = _without(module, original, [flag for flag in flags.values() if flag])
         with scoped_env.overridden(switches):
-            return original(attention_params, *args, **kwargs)
+            return rerun(attention_params, *args, **kwargs)
 
     return get_attention_backend
 

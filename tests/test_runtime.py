@@ -131,12 +131,16 @@ def test_whole_grid_selects_as_a_guarded_selector(patched, guarded, version):
         assert try_select(patched(version), scenario) == try_select(guarded(version), scenario)
 
 
-def test_without_a_version_switch_all_flash_backends_sit_out_the_rerun(patched, guarded):
-    """TE 2.15 - 2.17 read no NVTE_FLASH_ATTN_V4: the only switch also turns FA2 off."""
+def test_without_a_version_switch_only_fa4_sits_out_the_rerun(patched, guarded):
+    """TE 2.15 - 2.17 read no NVTE_FLASH_ATTN_V4, and their NVTE_FLASH_ATTN=0 would turn FA2 off
+    too: the re-run sees FA4 as not installed instead, and falls back to FA2 as the guard does,
+    while the live `FlashAttentionUtils` that TE's `FlashAttention` reads still has FA4."""
     witness = SEED_000.with_changes({"flash_attn_2": "2.8.3", "env": {"NVTE_FLASH_ATTN_V2": "1"}})
-    assert patched("2.17.1").select(witness).backend == "UnfusedDotProductAttention"
-    assert guarded("2.17.1").select(witness).role == "FA2"
-    assert patched("2.18.0").select(witness) == guarded("2.18.0").select(witness)
+    for version in ("2.17.1", "2.18.0"):
+        selector = patched(version)
+        assert selector.select(witness).role == "FA2"
+        assert selector.select(witness) == guarded(version).select(witness)
+        assert selector.module.FlashAttentionUtils.v4_is_installed
 
 
 def test_message_is_logged_once_per_configuration(release):
