@@ -245,19 +245,6 @@ FA4_VALID = (
 )
 
 FA4_INVALID = (
-    # a predicate for the wrong family: sm120 still picks FA4
-    with_module_code(
-        "def _fa4_cannot_run_deterministic(capability, deterministic):\n"
-        "    return deterministic and (11, 0) <= capability < (12, 0)\n",
-        te2_example(
-            determinism="""
-    if use_flash_attention_4 and _fa4_cannot_run_deterministic(
-        device_compute_capability, deterministic
-    ):
-        use_flash_attention_4 = False
-"""
-        ),
-    ),
     # TE 2.15 - 2.20: no FA4 filter for determinism at all
     te2_example(backward=False),
     # seed 000's guard keys on training mode: a backward of a module in eval() still asserts
@@ -295,6 +282,19 @@ FA4_INVALID = (
     if deterministic and device_compute_capability[0] == 12:
         use_flash_attention = False
 """
+    ),
+    # a predicate for the wrong family: sm120 still picks FA4
+    with_module_code(
+        "def _fa4_cannot_run_deterministic(capability, deterministic):\n"
+        "    return deterministic and (11, 0) <= capability < (12, 0)\n",
+        te2_example(
+            determinism="""
+    if use_flash_attention_4 and _fa4_cannot_run_deterministic(
+        device_compute_capability, deterministic
+    ):
+        use_flash_attention_4 = False
+"""
+        ),
     ),
 )
 
@@ -461,17 +461,6 @@ FA2_VALID = (
 )
 
 FA2_INVALID = (
-    # a constant that leaves SM 12.x out
-    with_module_code(
-        "_SMEM_99KB = frozenset({(8, 6), (8, 9)})\n",
-        te2_example(
-            dropout="""
-    if attention_dropout > 0.0 and is_training and fa2_padded_head_dim > 192:
-        if device_compute_capability in _SMEM_99KB:
-            use_flash_attention_2 = False
-"""
-        ),
-    ),
     # TE 2.1 - 2.20: the allowlist admits sm120 for head dim > 192, nothing filters dropout
     te2_example(),
     # a dropout guard on the wrong backend
@@ -487,6 +476,17 @@ FA2_INVALID = (
         late="""
     use_flash_attention_2 = int(os.environ.get("NVTE_FLASH_ATTN_V2", "1"))
 """,
+    ),
+    # a constant that leaves SM 12.x out
+    with_module_code(
+        "_SMEM_99KB = frozenset({(8, 6), (8, 9)})\n",
+        te2_example(
+            dropout="""
+    if attention_dropout > 0.0 and is_training and fa2_padded_head_dim > 192:
+        if device_compute_capability in _SMEM_99KB:
+            use_flash_attention_2 = False
+"""
+        ),
     ),
 )
 
