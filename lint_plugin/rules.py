@@ -121,6 +121,23 @@ _SEED_000_GUARD = """
             use_flash_attention_4 = False
 """
 
+
+def with_module_code(code: str, selector: str) -> str:
+    """`selector` with module-level definitions of a fork's own placed before the selector."""
+    head, marker, tail = selector.partition("\n\ndef get_attention_backend")
+    return f"{head}\n\n{code.strip()}\n{marker}{tail}"
+
+
+#: A guard's condition moved into a module-level predicate, called with any spelling.
+_PREDICATE = """
+def _in_family(capability, major):
+    return capability[0] == major
+
+
+def _fa4_cannot_run_deterministic(capability, deterministic):
+    return deterministic and (12, 0) <= capability < (13, 0)
+"""
+
 FA4_VALID = (
     # TE upstream's guard: the whole 12.x family, keyed on the backward
     te2_example(
@@ -201,6 +218,30 @@ FA4_VALID = (
         use_flash_attention_4 = False
 """,
     ),
+    # the condition in a module-level predicate, positional arguments
+    with_module_code(
+        _PREDICATE,
+        te2_example(
+            determinism="""
+    if use_flash_attention_4 and requires_backward and _fa4_cannot_run_deterministic(
+        device_compute_capability, deterministic
+    ):
+        use_flash_attention_4 = False
+"""
+        ),
+    ),
+    # keyword arguments, and a predicate inside `and` / `not` with a nested call
+    with_module_code(
+        _PREDICATE,
+        te2_example(
+            determinism="""
+    if use_flash_attention_4 and requires_backward and not (
+        not deterministic or not _in_family(major=12, capability=device_compute_capability)
+    ):
+        use_flash_attention_4 = False
+"""
+        ),
+    ),
 )
 
 FA4_INVALID = (
@@ -241,6 +282,19 @@ FA4_INVALID = (
     if deterministic and device_compute_capability[0] == 12:
         use_flash_attention = False
 """
+    ),
+    # a predicate for the wrong family: sm120 still picks FA4
+    with_module_code(
+        "def _fa4_cannot_run_deterministic(capability, deterministic):\n"
+        "    return deterministic and (11, 0) <= capability < (12, 0)\n",
+        te2_example(
+            determinism="""
+    if use_flash_attention_4 and _fa4_cannot_run_deterministic(
+        device_compute_capability, deterministic
+    ):
+        use_flash_attention_4 = False
+"""
+        ),
     ),
 )
 
@@ -383,6 +437,27 @@ FA2_VALID = (
                 use_flash_attention_2 = False
 """
     ),
+    # the architectures in a module-level constant built by a call, or by a comprehension
+    with_module_code(
+        "_SMEM_99KB = frozenset({(8, 6), (8, 9), (12, 0), (12, 1)})\n",
+        te2_example(
+            dropout="""
+    if attention_dropout > 0.0 and is_training and fa2_padded_head_dim > 192:
+        if device_compute_capability in _SMEM_99KB:
+            use_flash_attention_2 = False
+"""
+        ),
+    ),
+    with_module_code(
+        "_SMEM_99KB = tuple(cc for cc in ((8, 6), (8, 9), (12, 0), (12, 1)) if cc != (9, 0))\n",
+        te2_example(
+            dropout="""
+    if attention_dropout > 0.0 and is_training and fa2_padded_head_dim > 192:
+        if device_compute_capability in _SMEM_99KB:
+            use_flash_attention_2 = False
+"""
+        ),
+    ),
 )
 
 FA2_INVALID = (
@@ -401,6 +476,17 @@ FA2_INVALID = (
         late="""
     use_flash_attention_2 = int(os.environ.get("NVTE_FLASH_ATTN_V2", "1"))
 """,
+    ),
+    # a constant that leaves SM 12.x out
+    with_module_code(
+        "_SMEM_99KB = frozenset({(8, 6), (8, 9)})\n",
+        te2_example(
+            dropout="""
+    if attention_dropout > 0.0 and is_training and fa2_padded_head_dim > 192:
+        if device_compute_capability in _SMEM_99KB:
+            use_flash_attention_2 = False
+"""
+        ),
     ),
 )
 

@@ -253,6 +253,7 @@ def joint_facts(
         calls={**given.calls, **compute_capability(*capabilities), GRAD_MODE_QUERY: grad_mode},
         names={**names, **given.names},
         functions=dialect.module_functions,
+        predicates=dialect.module_predicates,
     )
 
 

@@ -25,6 +25,8 @@ from typing import Any
 from packaging.version import Version, parse
 
 from lint_plugin.engine.absint import Value, const
+from lint_plugin.engine.interpreter import PURE_BUILTINS
+from lint_plugin.engine.predicates import Predicate, module_predicates
 from lint_plugin.engine.program import (
     descendants,
     function_index,
@@ -251,10 +253,18 @@ class Dialect:
         return found
 
     @cached_property
+    def module_predicates(self) -> dict[str, Predicate]:
+        """The module's pure predicates (`predicates`), over its constants, pure imports and
+        the pure builtins."""
+        pure = {*self.module_names, *self.module_functions, *PURE_BUILTINS}
+        return module_predicates(self.module, pure)
+
+    @cached_property
     def module_names(self) -> dict[str, Value]:
         """The module's constants: names bound once, at top level, to an immutable literal
-        (`SM12X = ((12, 0), (12, 1))`; a set display reads as a frozenset), and never rebound,
-        declared `global`, or called a method on anywhere in the module."""
+        (`SM12X = ((12, 0), (12, 1))`; a set display reads as a frozenset) or to one built from
+        literals (`frozenset({(8, 6), (8, 9)})`, a comprehension over literals), and never
+        rebound, declared `global`, or called a method on anywhere in the module."""
         candidates = {}
         for node in self.module.body:
             if (
@@ -278,12 +288,18 @@ class Dialect:
             elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 if node.id in candidates and node is not candidates[node.id][0].targets[0]:
                     changed.add(node.id)
+                elif node.id in CONSTANT_BUILDERS:
+                    changed.add(node.id)
             elif (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and isinstance(node.func.value, ast.Name)
             ):
                 changed.add(node.func.value.id)
+        if changed & CONSTANT_BUILDERS.keys():  # a module of its own `frozenset`: literals only
+            changed.update(
+                name for name, (node, _) in candidates.items() if _literal(node.value) is None
+            )
         return {
             name: const(value) for name, (_, value) in candidates.items() if name not in changed
         }
@@ -368,14 +384,61 @@ class Dialect:
 _NOT_LITERAL = object()
 
 
+#: Builtins a module constant may be built with: `frozenset({(8, 6), (8, 9)})` is the same
+#: constant as the tuple a guard writes inline.
+CONSTANT_BUILDERS = {"frozenset": frozenset, "tuple": tuple, "set": set}
+#: Nodes a constant's expression may hold besides literals, builder calls and comprehensions.
+_CONSTANT_NODES = (
+    ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.Load, ast.Store, ast.Call,
+    ast.Name, ast.comprehension, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.UnaryOp,
+    ast.Compare, ast.BoolOp, ast.IfExp, ast.unaryop, ast.cmpop, ast.boolop,
+)
+
+
 def _immutable_literal(node: ast.expr) -> Any:
-    """The value of a literal made only of immutable parts (sets as frozensets), else
-    `_NOT_LITERAL`."""
+    """The value of a constant made only of immutable parts (sets as frozensets), else
+    `_NOT_LITERAL`: a literal, or one built from literals by `frozenset(...)`, `tuple(...)`,
+    `set(...)` and comprehensions over literals."""
+    value = _literal(node)
+    return _frozen(_built_constant(node) if value is None else value[0])
+
+
+def _literal(node: ast.expr) -> tuple[Any] | None:
+    """`(value,)` of a plain literal, None for anything else."""
     try:
-        value = ast.literal_eval(node)
+        return (ast.literal_eval(node),)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _built_constant(node: ast.expr) -> Any:
+    """The value of an expression built from literals by the builders and comprehensions, or
+    `_NOT_LITERAL`. Every name it reads is a builder or a comprehension's own variable, so
+    evaluating it runs nothing of the module's."""
+    own = {
+        name.id
+        for comprehension in ast.walk(node)
+        if isinstance(comprehension, ast.comprehension)
+        for name in ast.walk(comprehension.target)
+        if isinstance(name, ast.Name)
+    }
+    for child in ast.walk(node):
+        if not isinstance(child, _CONSTANT_NODES):
+            return _NOT_LITERAL
+        if isinstance(child, ast.Call) and not (
+            isinstance(child.func, ast.Name)
+            and child.func.id in CONSTANT_BUILDERS
+            and len(child.args) <= 1
+            and not child.keywords
+        ):
+            return _NOT_LITERAL
+        if isinstance(child, ast.Name) and child.id not in CONSTANT_BUILDERS.keys() | own:
+            return _NOT_LITERAL
+    try:
+        code = compile(ast.Expression(node), "<constant>", "eval")
+        return eval(code, {"__builtins__": dict(CONSTANT_BUILDERS)})  # noqa: S307
+    except Exception:  # an expression that fails when evaluated (`tuple(1)`) is no constant
         return _NOT_LITERAL
-    return _frozen(value)
 
 
 def _frozen(value: Any) -> Any:

@@ -48,6 +48,7 @@ from lint_plugin.engine.absint import (
     with_deps,
     with_truth,
 )
+from lint_plugin.engine.predicates import Predicate, expand
 from lint_plugin.engine.program import Program, dotted_name, root_names, target_names
 from lint_plugin.engine.slicing import Slice
 
@@ -140,6 +141,8 @@ class Facts(NamedTuple):
     opaque: frozenset[str] = EMPTY
     #: Pure functions the module imports (packaging's `Version`), folded like `PURE_BUILTINS`.
     functions: Mapping[str, Callable] = EMPTY_MAPPING
+    #: The module's own pure predicates (`predicates.module_predicates`), expanded where called.
+    predicates: Mapping[str, Predicate] = EMPTY_MAPPING
 
 
 class Observer:
@@ -816,6 +819,9 @@ class Interpreter:
         fact = self.facts.calls.get(name) if name is not None else None
         if fact is not None:
             return fact
+        expanded = self._expanded(node, state)
+        if expanded is not None:
+            return self.eval(expanded, state)
         if (
             isinstance(func, ast.Name)
             and (func.id in PURE_BUILTINS or func.id in self.facts.functions)
@@ -924,11 +930,28 @@ class Interpreter:
         ):
             return self.refine(node.args[0], truth, state)
         returned = self._returned_expression(node, state)
+        if returned is None:
+            returned = self._expanded(node, state)
         if returned is not None:
             return self.refine(returned, truth, state)
         if _key(node) is not None:
             return self._refine_name(node, truth, state)
         return state
+
+    def _expanded(self, node: ast.AST, state: State) -> ast.expr | None:
+        """A call of one of the module's predicates, as its expression (None for any other)."""
+        if not (
+            self.facts.predicates
+            and isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in self.facts.predicates
+            and node.func.id not in state.vars
+        ):
+            return None
+        expansions = self.program.expansions
+        if node not in expansions:
+            expansions[node] = expand(node, self.facts.predicates)
+        return expansions[node]
 
     def _returned_expression(self, node: ast.AST, state: State) -> ast.expr | None:
         """What `helper()` stands for, when the helper is a local one-line `return <expr>`.

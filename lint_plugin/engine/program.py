@@ -291,6 +291,8 @@ class Program:
         self._branch_keys: dict[ast.If, frozenset[str]] = {}
         #: The value of each literal, built once for every run (the interpreter fills it).
         self.constants: dict[ast.Constant, object] = {}
+        #: Each call of a module predicate, expanded once for every run (the interpreter fills it).
+        self.expansions: dict[ast.Call, ast.expr | None] = {}
 
     def blocks(self, stmt: ast.stmt) -> list[list[ast.stmt]]:
         """`blocks(stmt)`, cached: the slice asks for it repeatedly."""
