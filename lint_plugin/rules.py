@@ -417,6 +417,15 @@ _FA2_GUARD = """
         use_flash_attention_2 = False
 """
 
+#: The FA2 dropout guard testing a module-level constant (`_SMEM_99KB`) for its architectures.
+_CONSTANT_GUARD = te2_example(
+    dropout="""
+    if attention_dropout > 0.0 and is_training and fa2_padded_head_dim > 192:
+        if device_compute_capability in _SMEM_99KB:
+            use_flash_attention_2 = False
+"""
+)
+
 FA2_VALID = (
     # seed 001's guard, right after the head-dim check
     te2_example(head_dim=_FA2_GUARD),
@@ -440,23 +449,11 @@ FA2_VALID = (
     # the architectures in a module-level constant built by a call, or by a comprehension
     with_module_code(
         "_SMEM_99KB = frozenset({(8, 6), (8, 9), (12, 0), (12, 1)})\n",
-        te2_example(
-            dropout="""
-    if attention_dropout > 0.0 and is_training and fa2_padded_head_dim > 192:
-        if device_compute_capability in _SMEM_99KB:
-            use_flash_attention_2 = False
-"""
-        ),
+        _CONSTANT_GUARD,
     ),
     with_module_code(
         "_SMEM_99KB = tuple(cc for cc in ((8, 6), (8, 9), (12, 0), (12, 1)) if cc != (9, 0))\n",
-        te2_example(
-            dropout="""
-    if attention_dropout > 0.0 and is_training and fa2_padded_head_dim > 192:
-        if device_compute_capability in _SMEM_99KB:
-            use_flash_attention_2 = False
-"""
-        ),
+        _CONSTANT_GUARD,
     ),
 )
 
@@ -480,13 +477,7 @@ FA2_INVALID = (
     # a constant that leaves SM 12.x out
     with_module_code(
         "_SMEM_99KB = frozenset({(8, 6), (8, 9)})\n",
-        te2_example(
-            dropout="""
-    if attention_dropout > 0.0 and is_training and fa2_padded_head_dim > 192:
-        if device_compute_capability in _SMEM_99KB:
-            use_flash_attention_2 = False
-"""
-        ),
+        _CONSTANT_GUARD,
     ),
 )
 
