@@ -170,7 +170,10 @@ def _without(module: types.ModuleType, selector, flags: list[tuple[str, str]]):
         forwarding = type("Forwarding", (type(live),), {"__setattr__": _set_on_base})
         namespace[holder] = forwarding(holder, (live,), {attribute: False})
     copy = types.FunctionType(
-        selector.__code__, namespace, selector.__name__, selector.__defaults__,
+        selector.__code__,
+        namespace,
+        selector.__name__,
+        selector.__defaults__,
         selector.__closure__,
     )
     copy.__kwdefaults__ = selector.__kwdefaults__

@@ -387,12 +387,12 @@ _NOT_LITERAL = object()
 #: Builtins a module constant may be built with: `frozenset({(8, 6), (8, 9)})` is the same
 #: constant as the tuple a guard writes inline.
 CONSTANT_BUILDERS = {"frozenset": frozenset, "tuple": tuple, "set": set}
-#: Nodes a constant's expression may hold besides literals, builder calls and comprehensions.
-_CONSTANT_NODES = (
-    ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.Load, ast.Store, ast.Call,
-    ast.Name, ast.comprehension, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.UnaryOp,
-    ast.Compare, ast.BoolOp, ast.IfExp, ast.unaryop, ast.cmpop, ast.boolop,
-)
+#: Nodes a constant's expression may hold: literals, builder calls and comprehensions, and the
+#: tests of a comprehension's `if`.
+_LITERAL_NODES = (ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.Load, ast.Store)
+_BUILDING_NODES = (ast.Call, ast.Name, ast.comprehension, ast.GeneratorExp, ast.ListComp)
+_TEST_NODES = (ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp, ast.unaryop, ast.cmpop, ast.boolop)
+_CONSTANT_NODES = (*_LITERAL_NODES, *_BUILDING_NODES, ast.SetComp, *_TEST_NODES)
 
 
 def _immutable_literal(node: ast.expr) -> Any:

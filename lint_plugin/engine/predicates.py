@@ -19,10 +19,8 @@ from typing import Collection, Mapping, NamedTuple
 #: How deep predicates calling predicates are expanded (a cycle stops here, unexpanded).
 MAX_DEPTH = 8
 #: Expression nodes a predicate may not hold: they bind names or run code of their own.
-_IMPURE = (
-    ast.Lambda, ast.NamedExpr, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp,
-    ast.Await, ast.Yield, ast.YieldFrom, ast.Starred,
-)
+_BINDING = (ast.Lambda, ast.NamedExpr, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)
+_IMPURE = (*_BINDING, ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)
 
 
 class Predicate(NamedTuple):
@@ -34,26 +32,24 @@ def module_predicates(module: ast.Module, pure_names: Collection[str]) -> dict[s
     """The module's predicates by name. `pure_names` are the names an expression may read
     besides its parameters and other predicates (constants, pure builtins and imports)."""
     shapes = {}
-    bound_twice = set()
+    rebound = set()
     for node in module.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if node.name in shapes:
-                bound_twice.add(node.name)
+                rebound.add(node.name)
             shapes[node.name] = _shape(node) if isinstance(node, ast.FunctionDef) else None
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom)):
+        elif isinstance(
+            node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom)
+        ):
             for target in ast.walk(node):
                 if isinstance(target, ast.Name) and not isinstance(target.ctx, ast.Load):
-                    bound_twice.add(target.id)
+                    rebound.add(target.id)
                 elif isinstance(target, ast.alias):
-                    bound_twice.add(target.asname or target.name.partition(".")[0])
-    candidates = {
-        name: shape for name, shape in shapes.items() if shape and name not in bound_twice
-    }
+                    rebound.add(target.asname or target.name.partition(".")[0])
+    candidates = {name: shape for name, shape in shapes.items() if shape and name not in rebound}
     allowed = set(pure_names) | set(candidates)
     return {
-        name: predicate
-        for name, predicate in candidates.items()
-        if _reads_only(predicate, allowed)
+        name: predicate for name, predicate in candidates.items() if _reads_only(predicate, allowed)
     }
 
 
@@ -93,9 +89,7 @@ def _reads_only(predicate: Predicate, allowed: set[str]) -> bool:
     return True
 
 
-def expand(
-    call: ast.Call, predicates: Mapping[str, Predicate], depth: int = 0
-) -> ast.expr | None:
+def expand(call: ast.Call, predicates: Mapping[str, Predicate], depth: int = 0) -> ast.expr | None:
     """The predicate's expression with the call's arguments in place of its parameters (the
     argument nodes themselves, so what the caller knows of them holds), predicates it calls
     expanded too; None for a call that does not bind every parameter once."""
@@ -109,9 +103,7 @@ def expand(
         if keyword.arg is None or keyword.arg in bound or keyword.arg not in predicate.params:
             return None
         bound[keyword.arg] = keyword.value
-    if len(bound) != len(predicate.params) or any(
-        isinstance(a, ast.Starred) for a in call.args
-    ):
+    if len(bound) != len(predicate.params) or any(isinstance(a, ast.Starred) for a in call.args):
         return None
     return _Substitution(bound, predicates, depth).visit(copy.deepcopy(predicate.expression))
 
