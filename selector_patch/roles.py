@@ -29,6 +29,8 @@ class Role(NamedTuple):
     #: `NVTE_*` variables that turn the backend off ("0"), most specific first; a selector that
     #: does not read the first falls back to the next (TE 2.15 - 2.17 read no NVTE_FLASH_ATTN_V4).
     switches: tuple[str, ...] = ()
+    #: Per `installed` expression, the flag saying TE already recommended installing the package.
+    install_warned: tuple[str, ...] = ()
 
 
 ROLES: dict[str, Role] = {
@@ -39,6 +41,7 @@ ROLES: dict[str, Role] = {
             "FlashAttention 2",
             flags=("use_flash_attention_2", "use_flash_attention"),
             installed=("FlashAttentionUtils.is_installed", "_flash_attn_is_installed"),
+            install_warned=("FlashAttentionUtils.warning_printed",),
             flash_major=2,
             versions=("FlashAttentionUtils.version", "_flash_attn_version"),
             switches=("NVTE_FLASH_ATTN_V2", "NVTE_FLASH_ATTN"),
@@ -48,6 +51,7 @@ ROLES: dict[str, Role] = {
             "FlashAttention 3",
             flags=("use_flash_attention_3",),
             installed=("FlashAttentionUtils.v3_is_installed", "_flash_attn_3_is_installed"),
+            install_warned=("FlashAttentionUtils.v3_warning_printed",),
             flash_major=3,
             versions=("FlashAttentionUtils.fa3_version", "_flash_attn_3_version"),
             switches=("NVTE_FLASH_ATTN_V3", "NVTE_FLASH_ATTN"),
@@ -57,6 +61,7 @@ ROLES: dict[str, Role] = {
             "FlashAttention 4",
             flags=("use_flash_attention_4",),
             installed=("FlashAttentionUtils.v4_is_installed",),
+            install_warned=("FlashAttentionUtils.v4_warning_printed",),
             flash_major=4,
             versions=("FlashAttentionUtils.fa4_version",),
             switches=("NVTE_FLASH_ATTN_V4", "NVTE_FLASH_ATTN"),

@@ -12,10 +12,13 @@ The registry message is logged once per configuration on TE's "DotProductAttenti
 
 A backend is switched off by its own variable (`Role.switches[0]`) where the selector reads it.
 TE 2.15 - 2.17 read no `NVTE_FLASH_ATTN_V4`, and their `NVTE_FLASH_ATTN=0` would take FA2 / FA3
-out of the re-run too. There the re-run is a copy of the selector function whose globals see the
-package as not installed (`FlashAttentionUtils` subclassed with `v4_is_installed = False`): every
-FA4 path of those selectors is gated by that flag, so TE falls back exactly as it does with FA4
-filtered out, and the live class, which TE's `FlashAttention` reads, is left as it is.
+out of the re-run too (likewise FA2 before 2.18). There the re-run is a copy of the selector
+function whose globals see the package as not installed (`FlashAttentionUtils` subclassed with
+`v4_is_installed = False`): every FA4 path of those selectors is gated by that flag, so TE falls
+back exactly as it does with FA4 filtered out, and the live class, which TE's `FlashAttention`
+reads, is left as it is. The view also says TE already recommended installing the package
+(`v4_warning_printed`), so the re-run does not advise installing what is installed; its debug
+"Running with config" line still reports the package as not installed.
 
 Whether a backward will run is autograd's state when the params are built, as in the codemod:
 `install()` puts in the module's `AttentionParams` a subclass with the `requires_backward` field
@@ -145,15 +148,16 @@ def switch(selector: Callable[..., Any], role: str) -> str:
     return next((name for name in switches if names_constant(selector, name)), switches[-1])
 
 
-def uninstalled_flag(module: types.ModuleType, selector: Callable[..., Any], role: str):
-    """`(holder name, attribute)` of the role's installed flag, where switching `role` off by
-    variable would switch other backends off too; None where its own variable does it alone."""
+def uninstalled_view(module: types.ModuleType, selector: Callable[..., Any], role: str):
+    """`(holder name, {attribute: value})` making the role's package read as not installed and
+    already recommended, where switching `role` off by variable would switch other backends off
+    too; None where its own variable does it alone."""
     if switch(selector, role) == ROLES[role].switches[0] or not hasattr(selector, "__code__"):
         return None
-    for expression in ROLES[role].installed:
+    for expression, warned in zip(ROLES[role].installed, ROLES[role].install_warned):
         holder, _, attribute = expression.partition(".")
         if attribute and isinstance(module.__dict__.get(holder), type):
-            return holder, attribute
+            return holder, {attribute: False, warned.partition(".")[2]: True}
     return None
 
 
@@ -161,14 +165,14 @@ def _set_on_base(cls, name: str, value: Any) -> None:
     setattr(cls.__mro__[1], name, value)
 
 
-def _without(module: types.ModuleType, selector, flags: list[tuple[str, str]]):
-    """A copy of `selector` whose globals see each flag's package as not installed."""
+def _without(module: types.ModuleType, selector, views: list[tuple[str, dict[str, bool]]]):
+    """A copy of `selector` whose globals see each view's holder with its attributes."""
     namespace = dict(module.__dict__)
-    for holder, attribute in flags:
+    for holder, attributes in views:
         live = namespace[holder]
         # What the selector writes on the class (`version_required`) lands on the live one.
         forwarding = type("Forwarding", (type(live),), {"__setattr__": _set_on_base})
-        namespace[holder] = forwarding(holder, (live,), {attribute: False})
+        namespace[holder] = forwarding(holder, (live,), attributes)
     copy = types.FunctionType(
         selector.__code__,
         namespace,
@@ -191,11 +195,11 @@ def _wrap(module: types.ModuleType, patch: _Patch) -> Callable[..., Any]:
             return original(attention_params, *args, **kwargs)
         _log_once(module, patch, triggered, scenario)
         roles = {hazard.backend for hazard in triggered}
-        flags = {role: uninstalled_flag(module, original, role) for role in roles}
-        switches = {switch(original, role): "0" for role in roles if flags[role] is None}
+        views = {role: uninstalled_view(module, original, role) for role in roles}
+        switches = {switch(original, role): "0" for role in roles if views[role] is None}
         rerun = original
-        if any(flags.values()):
-            rerun = _without(module, original, [flag for flag in flags.values() if flag])
+        if any(views.values()):
+            rerun = _without(module, original, [view for view in views.values() if view])
         with scoped_env.overridden(switches):
             return rerun(attention_params, *args, **kwargs)
 

@@ -31,6 +31,7 @@ import selector_patch
 from selector_patch import runtime
 from selector_patch.harness import Selection, Unrepresentable, load_selector
 from selector_patch.registry import HAZARDS, get_hazard
+from selector_patch.scenario import Scenario
 from selector_patch.sources import CORPUS_RELEASES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -141,6 +142,21 @@ def test_without_a_version_switch_only_fa4_sits_out_the_rerun(patched, guarded):
         assert selector.select(witness).role == "FA2"
         assert selector.select(witness) == guarded(version).select(witness)
         assert selector.module.FlashAttentionUtils.v4_is_installed
+
+
+def test_the_rerun_does_not_advise_installing_what_is_installed(patched, guarded):
+    """With fused off on sm80 TE recommends installing a flash-attn it would pick but lacks; the
+    re-run that sees FA4 as not installed must say what the guarded selector says: nothing."""
+    witness = Scenario(
+        compute_capability=(8, 0), training=True, backward=True, env={"NVTE_FUSED_ATTN": "0"}
+    )
+    for version in ("2.17.1", "2.18.0"):
+        selector = patched(version)
+        advice = [line for line in selector.select(witness).log if "Please install" in line]
+        expected = guarded(version).select(witness)
+        assert advice == [line for line in expected.log if "Please install" in line] == []
+        assert selector.select(witness).backend == expected.backend
+        assert not selector.module.FlashAttentionUtils.v4_warning_printed
 
 
 def test_message_is_logged_once_per_configuration(release):
