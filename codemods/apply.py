@@ -139,6 +139,16 @@ def transform(
     return patched, plan.statuses
 
 
+def check(source: SelectorSource, code: str, config: Config) -> Outcome:
+    """`--check` on `code` (the text of `source`): what would be inserted, writing nothing.
+
+    The pre-commit hook's case: a fork that applied the codemod, whose guards one run per
+    hazard proves (`expect_guarded`: the same verdicts, found in the fewest runs).
+    """
+    plan = plan_insertions(code, config.hazards, config.selector_functions, expect_guarded=True)
+    return Outcome(source, plan, code, code, check=True)
+
+
 def run_one(
     source: SelectorSource,
     config: Config,
@@ -159,12 +169,7 @@ def run_one(
     with locked(path) if mode == "write" else contextlib.nullcontext():
         original = read_text(path)
         if mode == "check":
-            # The pre-commit hook's case: a fork that applied the codemod, whose guards one run
-            # per hazard proves (`expect_guarded`: the same verdicts, found in the fewest runs).
-            plan = plan_insertions(
-                original, config.hazards, config.selector_functions, expect_guarded=True
-            )
-            return Outcome(source, plan, original, original, check=True)
+            return check(source, original, config)
         patched, plan = _transform(original, config)
         outcome = Outcome(source, plan, original, patched, check=False)
         if selection and outcome.changed:

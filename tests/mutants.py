@@ -29,6 +29,7 @@ the analyzer's own notion of a filter cannot hide itself from the fuzzer.
 from __future__ import annotations
 
 import ast
+import builtins
 import collections
 import copy
 import itertools
@@ -560,24 +561,39 @@ def _family_test(name: str, archs: list[tuple[int, int]]) -> str | None:
     return f"{name}[0] in {tuple(families)!r}"
 
 
+#: How each container spelling writes a tuple of architectures `items` (source text).
+CONTAINERS = {
+    "set_display": "{{{items}}}",
+    "frozenset_call": "frozenset(({items},))",
+    "list_display": "[{items}]",
+}
+#: How each module-level constant spelling builds the same architectures.
+CONSTANTS = {
+    "module_constant": "({items},)",
+    "frozenset_constant": "frozenset({{{items}}})",
+    "set_constant": "{{{items}}}",
+    "comprehension_constant": "tuple((major, minor) for major, minor in ({items},))",
+    "set_comprehension_constant": "{{arch for arch in [{items}]}}",
+}
+
+
 def _spell_container(kind: str, prelude: list[ast.stmt], taken: set[str]):
+    """`cc in (...)` with the architectures in another container (`CONTAINERS`), or in a
+    module-level constant built as `CONSTANTS` says."""
+
     def sites(function: ast.FunctionDef) -> list[Site]:
         found = []
         for compare, archs in _capability_tests(function):
             if isinstance(compare.ops[0], ast.Eq):
                 continue
             items = _archs_source(archs)
-            container = {
-                "set_display": f"{{{items}}}",
-                "frozenset_call": f"frozenset(({items},))",
-                "list_display": f"[{items}]",
-            }.get(kind)
 
-            def apply(c=compare, container=container, archs=archs) -> None:
-                if container is None:  # module_constant
-                    constant = _fresh_name(taken, "_GUARDED_ARCHITECTURES")
-                    prelude.append(ast.parse(f"{constant} = ({_archs_source(archs)},)").body[0])
-                    container = constant
+            def apply(c=compare, items=items) -> None:
+                container = CONTAINERS.get(kind, "").format(items=items)
+                if kind in CONSTANTS:
+                    container = _fresh_name(taken, "_GUARDED_ARCHITECTURES")
+                    built = CONSTANTS[kind].format(items=items)
+                    prelude.append(ast.parse(f"{container} = {built}").body[0])
                 _become(c, _expression(_membership(c, container)))
 
             found.append(Site(f"{kind} in `{_short(compare)}` (line {compare.lineno})", apply))
@@ -715,16 +731,117 @@ def _spell_return(function: ast.FunctionDef) -> list[Site]:
     return found
 
 
+def _free_reads(condition: ast.expr) -> list[ast.expr] | None:
+    """What a module-level predicate of `condition` takes as arguments: each name or attribute
+    chain it reads that is not a builtin (the selector's locals, TE's `FlashAttentionUtils.*`),
+    in order of first appearance, once each; None where it calls anything but a builtin, or
+    binds a name (it would then not be a pure function of its arguments)."""
+    reads: dict[str, ast.expr] = {}
+    bound = {
+        target.id
+        for node in ast.walk(condition)
+        if isinstance(node, ast.comprehension)
+        for target in ast.walk(node.target)
+        if isinstance(target, ast.Name)
+    }
+
+    def visit(node: ast.AST) -> bool:
+        chain = node
+        while isinstance(chain, ast.Attribute):
+            chain = chain.value
+        if isinstance(chain, ast.Name) and isinstance(node, (ast.Name, ast.Attribute)):
+            if chain.id not in bound and chain.id not in BUILTINS:
+                reads.setdefault(ast.unparse(node), node)
+            return True
+        if isinstance(node, ast.NamedExpr):
+            return False
+        if isinstance(node, ast.Call) and not (
+            isinstance(node.func, ast.Name) and node.func.id in BUILTINS
+        ):
+            return False
+        children = ast.iter_child_nodes(node)
+        if isinstance(node, ast.Call):
+            children = [*node.args, *(keyword.value for keyword in node.keywords)]
+        return all(visit(child) for child in children)
+
+    return list(reads.values()) if visit(condition) else None
+
+
+#: Names every module reads without binding them.
+BUILTINS = frozenset(dir(builtins))
+
+
+def _spell_predicate(kind: str, prelude: list[ast.stmt], taken: set[str]):
+    """A filter's condition ("positional", "keywords") or one conjunct of it ("conjunct") as a
+    call of a module-level pure predicate, `def _guard_applies(a, b): return <condition>`,
+    taking what the condition reads as its parameters; "keywords" passes them by keyword, in
+    the reverse order."""
+
+    def places(function: ast.FunctionDef) -> Iterator[tuple[ast.AST, str, ast.expr, int]]:
+        for _, stmt in _filters(function):
+            if kind != "conjunct":
+                yield stmt, "test", stmt.test, stmt.lineno
+            elif isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And):
+                for index, operand in enumerate(stmt.test.values):
+                    yield stmt.test, f"values.{index}", operand, stmt.lineno
+
+    def sites(function: ast.FunctionDef) -> list[Site]:
+        found = []
+        for parent, field, condition, line in places(function):
+            reads = _free_reads(condition)
+            if not reads:
+                continue
+
+            def apply(p=parent, f=field, c=condition, reads=reads) -> None:
+                name = _fresh_name(taken, "_guard_applies")
+                params = [ast.unparse(read).replace(".", "_") for read in reads]
+                body = _Parameters(dict(zip(map(ast.unparse, reads), params))).visit(c)
+                prelude.append(
+                    ast.parse(
+                        f"def {name}({', '.join(params)}):\n    return {ast.unparse(body)}"
+                    ).body[0]
+                )
+                arguments = [ast.unparse(read) for read in reads]
+                call = f"{name}({', '.join(arguments)})"
+                if kind == "keywords":
+                    pairs = reversed(list(zip(params, arguments)))
+                    call = f"{name}({', '.join(f'{k}={v}' for k, v in pairs)})"
+                _replace(p, f, _expression(call))
+
+            found.append(
+                Site(f"`{_short(condition, 50)}` (line {line}) as a module-level predicate", apply)
+            )
+        return found
+
+    return sites
+
+
+class _Parameters(ast.NodeTransformer):
+    """A condition with each name or attribute chain it reads replaced by its parameter."""
+
+    def __init__(self, params: dict[str, str]) -> None:
+        self.params = params
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        name = self.params.get(ast.unparse(node))
+        return self.generic_visit(node) if name is None else ast.Name(name, ast.Load())
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        name = self.params.get(node.id)
+        return node if name is None else ast.Name(name, ast.Load())
+
+
 def spellings(
     prelude: list[ast.stmt], taken: set[str]
 ) -> dict[str, Callable[[ast.FunctionDef], list[Site]]]:
     """The spelling operators; a module-level constant lands in `prelude`, named apart from
     `taken`."""
     return {
-        "set_display": _spell_container("set_display", prelude, taken),
-        "frozenset_call": _spell_container("frozenset_call", prelude, taken),
-        "list_display": _spell_container("list_display", prelude, taken),
-        "module_constant": _spell_container("module_constant", prelude, taken),
+        **{kind: _spell_container(kind, prelude, taken) for kind in CONTAINERS},
+        **{kind: _spell_container(kind, prelude, taken) for kind in CONSTANTS},
+        "predicate": _spell_predicate("positional", prelude, taken),
+        "predicate_keywords": _spell_predicate("keywords", prelude, taken),
+        "conjunct_predicate": _spell_predicate("conjunct", prelude, taken),
         "family": _spell_family,
         "any": _spell_any,
         "not": _spell_not,

@@ -31,34 +31,23 @@ from __future__ import annotations
 
 import ast
 import collections
-import contextlib
-import dataclasses
 import json
 import re
-import traceback
 from pathlib import Path
-from typing import Any
 
 import pytest
-import torch
 from hypothesis import example, given, reject
 from hypothesis import strategies as st
 
 from codemods.apply import transform
 from codemods.plan import PlanError
-from lint_plugin.engine.absint import const
 from lint_plugin.engine.analysis import analyze_hazard, analyze_source
 from lint_plugin.engine.dialect import find_selectors
-from lint_plugin.engine.interpreter import Facts
-from lint_plugin.engine.program import function_index
 from fuzz_bases import base, write_tally
+from grid_limit import grid_limited
+from judges import MutantCrashed, harness_reports
 from mutants import OPERATORS, Mutant, Mutation, mutate
-from selector_patch.harness import LoadedSelector, SelectionError, Unrepresentable, load_selector
-from selector_patch.harness.params import attention_params_kwargs
-from selector_patch.registry import HAZARDS, ISOLATING_ENV, PACKAGE_FIELD, Hazard
-from selector_patch.roles import ROLES
-from selector_patch.sources import SelectorSource
-from selector_patch.verify import HazardReport, verify_hazard
+from selector_patch.registry import HAZARDS
 
 SELECTOR = "get_attention_backend"
 #: Real selectors to mutate; "+codemod" is the release after the codemod inserted its guards.
@@ -66,111 +55,6 @@ BASES = ("2.20.2", "2.20.2+codemod", "2.14.1", "2.14.1+codemod")
 REGRESSIONS = Path(__file__).with_name("fuzz_regressions")
 #: What happened to each mutant, reported at the end of the module.
 TALLY: collections.Counter[str] = collections.Counter()
-
-
-class MutantCrashed(Exception):
-    """The mutant's own code raised on the virtual device."""
-
-
-def _verify(source: SelectorSource, text: str) -> tuple[LoadedSelector, dict[str, HazardReport]]:
-    """The harness's report per hazard; `MutantCrashed` if TE's (mutated) code raises."""
-    selector = load_selector(source, text=text)
-    try:
-        return selector, {hazard.id: verify_hazard(selector, hazard) for hazard in HAZARDS}
-    except SelectionError as error:  # the harness's one line, raised from what TE raised
-        raised = error.__cause__ or error
-        innermost = traceback.extract_tb(raised.__traceback__)[-1]
-        if innermost.filename == str(source.path):
-            raise MutantCrashed(f"{type(raised).__name__}: {raised}") from error
-        raise
-
-
-def _perturbations(hazard: Hazard) -> list[dict]:
-    """Single changes of inputs the witness grid holds fixed (none of them a hazard input)."""
-    switches = {s for role in ROLES.values() for s in role.switches}
-    others = [field for role, field in PACKAGE_FIELD.items() if role != hazard.backend]
-    return [
-        *({"env": {name: "0"}} for name in sorted(switches)),
-        *({"env": env} for role, env in ISOLATING_ENV.items() if role != hazard.backend),
-        *({field: None} for field in others),
-        {"flash_attn_3": "3.0.0b1"},
-        {"fused_backend": "No_Backend"},
-        *({"attn_mask_type": mask} for mask in ("no_mask", "padding", "causal_bottom_right")),
-        {"qkv_layout": "sbhd_sbhd_sbhd"},
-        {"max_seqlen_kv": 256},
-        {"cudnn_version": (8, 9, 7)},
-    ]
-
-
-def beyond_grid(selector: LoadedSelector, hazard: Hazard) -> dict[str, Any] | None:
-    """A witness, changed in one input the grid never varies, on which TE selects the backend."""
-    for witness in hazard.witnesses():
-        for changes in _perturbations(hazard):
-            scenario = witness.with_changes(changes)
-            if not hazard.triggered_by(scenario):
-                continue
-            try:
-                selected = selector.select(scenario).role == hazard.backend
-            except Unrepresentable:
-                continue
-            if selected:
-                return scenario.describe()
-    return None
-
-
-def plain_call(selector: LoadedSelector, function: ast.FunctionDef, hazard: Hazard) -> Facts:
-    """What every witness's call holds alike, as analyzer facts.
-
-    The `AttentionParams` values the harness passes (else the dataclass defaults) that are the
-    same in every witness, and, so that the analyzer can compare the objects among them
-    (`torch.bfloat16`, `torch.Tensor`), every name the selector reads that the loaded module
-    resolves to a type or a dtype.
-    """
-    namespace = selector.module.__dict__
-    defaults = {
-        field.name: field.default
-        for field in dataclasses.fields(namespace["AttentionParams"])
-        if field.default is not dataclasses.MISSING
-    }
-    window = namespace.get("check_set_window_size")
-    calls = []
-    for witness in hazard.witnesses():
-        with contextlib.suppress(Unrepresentable):
-            calls.append(
-                {**defaults, **attention_params_kwargs(witness, selector.params_fields, window)}
-            )
-    params = {
-        name: const(value, frozenset((name,)))
-        for name, value in calls[0].items()
-        if all(call.get(name) == value for call in calls)
-    }
-    names = {}
-    for dotted in function_index(function).text_names:
-        head, _, attribute = dotted.partition(".")
-        value = namespace.get(head)
-        if attribute:
-            value = getattr(value, attribute, None)
-        if isinstance(value, (type, torch.dtype)):
-            names[dotted] = const(value)
-    return Facts(params=params, names=names)
-
-
-def grid_limited(mutant: Mutant, selector: LoadedSelector, hazard: Hazard) -> str | None:
-    """Why an analyzer "reachable" that the harness does not see is the witness grid's limit.
-
-    Either the harness itself selects the backend for a witness changed in one input the grid
-    holds fixed, or the analyzer, given what the grid's calls hold fixed, agrees that it is not
-    reachable; None when neither holds.
-    """
-    if beyond_grid(selector, hazard) is not None:
-        return "reachable beyond the witness grid"
-    module = ast.parse(mutant.text)
-    function = find_selectors(module)[0]
-    if not analyze_hazard(
-        module, function, hazard, plain_call(selector, function, hazard)
-    ).reachable:
-        return "reachable only for inputs the witness grid's calls hold fixed"
-    return None
 
 
 def check(name: str, mutations: list[Mutation]) -> Mutant:
@@ -185,7 +69,7 @@ def check(name: str, mutations: list[Mutation]) -> Mutant:
         reject()
     compile(mutant.text, str(source.path), "exec")  # the operators write valid Python
     where = f"{name} {list(mutant.descriptions)}"
-    selector, reports = _verify(source, mutant.text)
+    selector, reports = harness_reports(source, mutant.text)
     TALLY["mutants"] += 1
     parsed = ast.parse(mutant.text)
     function = find_selectors(parsed)[0]
@@ -196,7 +80,7 @@ def check(name: str, mutations: list[Mutation]) -> Mutant:
         report = reports[verdict.hazard_id]
         if verdict.reachable == report.reachable:
             continue
-        excuse = grid_limited(mutant, selector, hazard) if verdict.reachable else None
+        excuse = grid_limited(mutant.text, selector, hazard) if verdict.reachable else None
         assert excuse is not None, (
             f"{where}: {hazard.id} analyzer reachable={verdict.reachable}, harness"
             f" reachable={report.reachable}; analyzer: {verdict.detail}"
@@ -207,7 +91,7 @@ def check(name: str, mutations: list[Mutation]) -> Mutant:
     except PlanError:
         TALLY["codemod refused (exit 2)"] += 1
         return mutant
-    after = reports if patched == mutant.text else _verify(source, patched)[1]
+    after = reports if patched == mutant.text else harness_reports(source, patched)[1]
     for hazard_id, report in after.items():
         assert not report.reachable, f"{where}: codemod left {report.summary()}"
         before = {json.dumps(c, sort_keys=True) for c in reports[hazard_id].controls.failed}
