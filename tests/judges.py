@@ -18,10 +18,11 @@ from typing import NamedTuple
 from grid_limit import grid_limited
 
 from codemods.apply import MISSING, check
+from codemods.plan import PlanError
 from lint_plugin.plugin import TeaChecker
 from selector_patch.config import load_config
 from selector_patch.harness import LoadedSelector, SelectionError, load_selector
-from selector_patch.registry import HAZARDS
+from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.sources import SelectorSource
 from selector_patch.verify import HazardReport, verify_hazard
 
@@ -65,38 +66,54 @@ def flake8_codes(path: str, text: str) -> list[str]:
     return [message.split()[0] for _, _, message, _ in checker.run()]
 
 
-def static_reachable(source: SelectorSource, text: str) -> dict[str, dict[str, bool]]:
-    """Per static judge, per hazard of the target's configuration: reachable?
+class StaticVerdicts(NamedTuple):
+    """What the two static judges say of one selector text."""
 
-    An internal failure of flake8's analysis (a `TEA9xx` row) is an assertion error here.
-    """
+    #: The codes flake8's run of the plugin reports.
+    codes: list[str]
+    #: `--check`'s status per hazard; None where it refuses the selector (`PlanError`, the
+    #: CLI's exit 2: it names no missing guard).
+    statuses: dict[str, str] | None
+
+    def reachable(self) -> dict[str, dict[str, bool]]:
+        """Per static judge, per registry hazard: reachable?"""
+        hazard_ids = [hazard.id for hazard in HAZARDS]
+        judged = {"flake8": {hazard_id: hazard_id in self.codes for hazard_id in hazard_ids}}
+        if self.statuses is not None:
+            judged["--check"] = {h: status == MISSING for h, status in self.statuses.items()}
+        return judged
+
+
+def static_verdicts(source: SelectorSource, text: str) -> StaticVerdicts:
+    """flake8 and `--check` on `text` as the file of `source`; an internal failure of flake8's
+    analysis (a `TEA9xx` row) is an assertion error here."""
     codes = flake8_codes(str(source.path), text)
     failures = [code for code in codes if code.startswith("TEA9")]
     assert not failures, f"the flake8 plugin failed: {failures}"
-    config = load_config(source.path)
-    statuses = check(source, text, config).statuses
-    return {
-        "flake8": {hazard.id: hazard.id in codes for hazard in config.hazards},
-        "--check": {hazard.id: statuses[hazard.id] == MISSING for hazard in config.hazards},
-    }
+    try:
+        statuses = check(source, text, load_config(source.path)).statuses
+    except PlanError:
+        statuses = None
+    return StaticVerdicts(codes, statuses)
 
 
 def disagreements(
-    source: SelectorSource,
     text: str,
     selector: LoadedSelector,
     reports: dict[str, HazardReport],
+    static: StaticVerdicts,
 ) -> list[Disagreement]:
-    """Every hazard on which flake8 or `--check` says other than the harness's `reports`
-    (from `selector`, loaded from `text`), each with its excuse, if any."""
-    hazards = {hazard.id: hazard for hazard in load_config(source.path).hazards}
+    """Every hazard on which flake8 or `--check` (`static`) says other than the harness's
+    `reports` (from `selector`, loaded from `text`), each with its excuse, if any."""
+    excuses: dict[str, str | None] = {}  # per hazard: one look off the grid serves both judges
     found = []
-    for judge, verdicts in static_reachable(source, text).items():
+    for judge, verdicts in static.reachable().items():
         for hazard_id, reachable in verdicts.items():
             if reachable == reports[hazard_id].reachable:
                 continue
-            hazard = hazards[hazard_id]
-            excuse = grid_limited(text, selector, hazard) if reachable else None
+            if reachable and hazard_id not in excuses:
+                excuses[hazard_id] = grid_limited(text, selector, get_hazard(hazard_id))
+            excuse = excuses[hazard_id] if reachable else None
             found.append(Disagreement(hazard_id, judge, reachable, excuse))
     return found
 

@@ -17,7 +17,9 @@ guards exist to be broken - with the operators of `mutants.py`, and asserts for 
     reachable. An analyzer that says guarded where the harness selects the backend is never
     excused;
 The analyzer must also reach the same verdict whichever way it groups the witnesses: all of
-them in one run first (`expect_guarded`, the codemod's self-check) or per architecture.
+them in one run first (`expect_guarded`, the codemod's self-check) or per architecture. Its
+two faces, flake8's `TEA` codes and `codemods.apply --check`, must say what the harness says
+on the same terms (`judges.disagreements`; `grid_limited` lives in `grid_limit`).
 
 (b) the codemod either refuses (`PlanError`, the CLI's exit 2) or yields a selector in which the
     harness finds no reachable hazard and no control failing that did not fail in the mutant.
@@ -45,7 +47,7 @@ from lint_plugin.engine.analysis import analyze_hazard, analyze_source
 from lint_plugin.engine.dialect import find_selectors
 from fuzz_bases import base, write_tally
 from grid_limit import grid_limited
-from judges import MutantCrashed, harness_reports
+from judges import MutantCrashed, disagreements, harness_reports, static_verdicts, unexcused
 from mutants import OPERATORS, Mutant, Mutation, mutate
 from selector_patch.registry import HAZARDS
 
@@ -86,6 +88,9 @@ def check(name: str, mutations: list[Mutation]) -> Mutant:
             f" reachable={report.reachable}; analyzer: {verdict.detail}"
         )
         TALLY[f"excused, {excuse}"] += 1
+    found = disagreements(mutant.text, selector, reports, static_verdicts(source, mutant.text))
+    assert not unexcused(found), f"{where}: {unexcused(found)}"
+    TALLY.update(f"flake8/--check excused, {d.excuse}" for d in found)
     try:
         patched, _ = transform(mutant.text, HAZARDS)
     except PlanError:

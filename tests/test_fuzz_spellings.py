@@ -10,7 +10,12 @@ time, and for every rewrite:
 - the analyzer's verdict on every hazard (applicable, reachable) is the base's;
 - the harness (TE's own code, respelt) agrees;
 - the codemod plans what it planned for the base and inserts nothing: a guard in another
-  spelling is recognised, never duplicated.
+  spelling is recognised, never duplicated;
+- flake8 and `codemods.apply --check` say what the harness says on every hazard (`judges`).
+
+The spellings include guards moved out of the selector: a condition, or one conjunct of it,
+into a module-level pure predicate called with positional or keyword arguments, architectures
+into a module-level constant (a tuple, set or frozenset, or a comprehension over literals).
 
 The hypothesis profile sets how many rewrites run (`tests/conftest.py`); at least 40 do.
 """
@@ -25,13 +30,10 @@ import pytest
 from fuzz_bases import base, write_tally
 from hypothesis import example, given, reject, settings
 from hypothesis import strategies as st
+from judges import disagreements, harness_reports, static_verdicts, unexcused
 from mutants import SPELLINGS, Mutation, respell
 
-from codemods.plan import plan_insertions
 from lint_plugin.engine.analysis import analyze_source
-from selector_patch.harness import load_selector
-from selector_patch.registry import HAZARDS
-from selector_patch.verify import verify
 
 SELECTOR = "get_attention_backend"
 BASES = ("2.20.2+codemod", "2.14.1+codemod", "1.13.0")
@@ -44,14 +46,19 @@ def expected(name: str) -> tuple[dict, dict, dict]:
     """The base's analyzer verdicts, harness reachability and codemod statuses."""
     source, module = base(name)
     text = ast.unparse(module)
-    return judged(source, text)
+    return judged(name, source, text)
 
 
-def judged(source, text: str) -> tuple[dict, dict, dict]:
+def judged(where: str, source, text: str) -> tuple[dict, dict, dict | None]:
+    """The analyzer's verdicts, the harness's reachability and `--check`'s statuses; flake8 and
+    `--check` must say what the harness says on every hazard (`judges`)."""
     verdicts = {v.hazard_id: (v.applicable, v.reachable) for v in analyze_source(text)}
-    harness = {r.id: r.reachable for r in verify(load_selector(source, text=text))}
-    plan = plan_insertions(text, HAZARDS)
-    return verdicts, harness, plan.statuses
+    selector, reports = harness_reports(source, text)
+    static = static_verdicts(source, text)
+    found = disagreements(text, selector, reports, static)
+    assert not unexcused(found), f"{where}: {unexcused(found)}"
+    TALLY.update(f"flake8/--check excused, {d.excuse}" for d in found)
+    return verdicts, {id: report.reachable for id, report in reports.items()}, static.statuses
 
 
 rewrites = st.lists(
@@ -72,7 +79,7 @@ def test_respelt_guards_keep_every_verdict(name, rewrites) -> None:
         reject()
     compile(respelt.text, str(source.path), "exec")
     where = f"{name} {list(respelt.descriptions)}"
-    verdicts, harness, statuses = judged(source, respelt.text)
+    verdicts, harness, statuses = judged(where, source, respelt.text)
     base_verdicts, base_harness, base_statuses = expected(name)
     assert verdicts == base_verdicts, f"{where}: analyzer {verdicts} != {base_verdicts}"
     assert harness == base_harness, f"{where}: harness {harness} != {base_harness}"

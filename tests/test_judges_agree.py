@@ -10,11 +10,13 @@ say what the harness says, except where the witness grid's limit excuses a stati
 - the real bases the fuzzers rewrite (`fuzz_bases`: TE 2.20.2, 2.14.1 and 1.13.0, as released
   and after the codemod) and the guarded selectors of `guarded_selectors` (the codemod's fix and
   the over-broad TEA001 guard);
-- the kept fuzz regressions (`fuzz_regressions/`, rebuilt from their mutations);
 - hypothesis mutants: a base broken by at most one `mutants.OPERATORS` mutation, then respelt by
   one or two `mutants.SPELLINGS` (guards moved into module-level predicates and constants among
-  them), so that the spellings are judged on wrong guards as well as right ones. The spelling
-  fuzz (`test_fuzz_spellings`) applies the same judges to every rewrite it makes.
+  them), so that the spellings are judged on wrong guards as well as right ones.
+
+The two fuzzers apply the same judges to every selector they make: `test_fuzz_spellings` to
+every rewrite, `test_fuzz_differential` to every mutant and kept regression
+(`fuzz_regressions/`), sharing the harness run each makes anyway.
 
 The rule examples of `lint_plugin.rules` are not among them: none is a whole selector the harness
 can run (they have no `AttentionParams` dataclass and return two flags); `test_rules` judges them.
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import ast
 import collections
-import json
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ from fuzz_bases import base, write_tally
 from guarded_selectors import overbroad, patched
 from hypothesis import given, reject
 from hypothesis import strategies as st
-from judges import MutantCrashed, disagreements, harness_reports, static_reachable, unexcused
+from judges import MutantCrashed, disagreements, harness_reports, static_verdicts, unexcused
 from mutants import OPERATORS, SPELLINGS, Mutation, mutate, respell
 
 from selector_patch.harness import SelectionError
@@ -46,7 +47,6 @@ SELECTOR = "get_attention_backend"
 TESTS = Path(__file__).resolve().parent
 FILES = sorted([*(TESTS / "fork_shapes").glob("*.py"), *(TESTS / "codemod_pairs").glob("*.py")])
 BASES = ("2.20.2", "2.20.2+codemod", "2.14.1", "2.14.1+codemod", "1.13.0")
-REGRESSIONS = sorted((TESTS / "fuzz_regressions").glob("*.json"))
 #: Fixtures the harness cannot run, and what it says: the codemod's pairs are selector fragments
 #: (they return three or four flags, TE five or six, or take no `AttentionParams`), and
 #: `vendor_device` asks for another vendor's GPU module.
@@ -64,15 +64,15 @@ def assert_agree(where: str, source: SelectorSource, text: str) -> None:
     `MutantCrashed` where the selector's own code raises on the virtual device.
     """
     selector, reports = harness_reports(source, text)
-    found = disagreements(source, text, selector, reports)
+    found = disagreements(text, selector, reports, static_verdicts(source, text))
     assert not unexcused(found), f"{where}: {unexcused(found)}"
     TALLY["judged by all three"] += 1
     TALLY.update(f"excused, {d.excuse}" for d in found)
 
 
 def assert_static_judges_agree(where: str, source: SelectorSource, text: str) -> None:
-    static = static_reachable(source, text)
-    assert static["flake8"] == static["--check"], f"{where}: {static}"
+    static = static_verdicts(source, text).reachable()
+    assert static["flake8"] == static.get("--check"), f"{where}: {static}"
     TALLY["judged by flake8 and --check only"] += 1
 
 
@@ -101,14 +101,6 @@ def test_guarded_selectors(name: str) -> None:
     assert_agree(f"{name} patched", source, patched(text))
     if name == "2.20.2":  # the release whose determinism filter `overbroad` anchors to
         assert_agree(f"{name} overbroad", source, overbroad(text))
-
-
-@pytest.mark.parametrize("path", REGRESSIONS, ids=lambda p: p.stem)
-def test_fuzz_regression(path: Path) -> None:
-    case = json.loads(path.read_text())
-    source, module = base(case["base"])
-    mutant = mutate(module, SELECTOR, [Mutation(op, site) for op, site in case["mutations"]])
-    assert_agree(path.stem, source, mutant.text)
 
 
 breaking = st.builds(Mutation, st.sampled_from(sorted(OPERATORS)), st.integers(0, 2**16))
