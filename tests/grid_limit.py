@@ -23,7 +23,7 @@ from lint_plugin.engine.analysis import analyze_hazard
 from lint_plugin.engine.dialect import find_selectors
 from lint_plugin.engine.interpreter import Facts
 from lint_plugin.engine.program import function_index
-from selector_patch.harness import LoadedSelector, Unrepresentable
+from selector_patch.harness import LoadedSelector, LoadError, Unrepresentable
 from selector_patch.harness.params import attention_params_kwargs
 from selector_patch.registry import ISOLATING_ENV, PACKAGE_FIELD, Hazard
 from selector_patch.roles import ROLES
@@ -55,7 +55,7 @@ def beyond_grid(selector: LoadedSelector, hazard: Hazard) -> dict[str, Any] | No
                 continue
             try:
                 selected = selector.select(scenario).role == hazard.backend
-            except Unrepresentable:
+            except (Unrepresentable, LoadError):  # a change the harness cannot model
                 continue
             if selected:
                 return scenario.describe()

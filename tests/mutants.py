@@ -478,7 +478,10 @@ def mutate(module: ast.Module, function_name: str, mutations: list[Mutation]) ->
 # the codemod's "already-guarded", nothing inserted) must not change. The compute capability
 # tests rewritten are those comparing the device's capability (a name bound from TE's hardware
 # query) with literal architectures; "equivalent" is over the architectures TE knows
-# (`ARCHITECTURES`: nothing newer than 12.x, so `cc >= (12, 0)` is `cc[0] == 12`).
+# (`ARCHITECTURES`: nothing newer than 12.x, so `cc >= (12, 0)` is `cc[0] == 12`). Some move
+# a guard out of the selector, as fork maintainers do: its architectures into a module-level
+# constant (`CONSTANTS`), its condition or one conjunct of it into a module-level pure
+# predicate (`_spell_predicate`); what they define goes before the selector.
 
 #: TE's hardware query; its result's name is what the capability rewrites look for.
 CAPABILITY_QUERY = "get_device_compute_capability"
