@@ -740,13 +740,8 @@ def _free_reads(condition: ast.expr) -> list[ast.expr] | None:
     in order of first appearance, once each; None where it calls anything but a builtin, or
     binds a name (it would then not be a pure function of its arguments)."""
     reads: dict[str, ast.expr] = {}
-    bound = {
-        target.id
-        for node in ast.walk(condition)
-        if isinstance(node, ast.comprehension)
-        for target in ast.walk(node.target)
-        if isinstance(target, ast.Name)
-    }
+    comprehensions = (n for n in ast.walk(condition) if isinstance(n, ast.comprehension))
+    bound = {name for comprehension in comprehensions for name in _stores(comprehension.target)}
 
     def visit(node: ast.AST) -> bool:
         chain = node

@@ -72,6 +72,9 @@ rewrites = st.lists(
 @example(
     "2.20.2+codemod", [Mutation("set_display", 15476), Mutation("continue", 0), Mutation("not", 0)]
 )
+# One conjunct of the codemod's TEA002 and TEA001 guards (their architectures) as a predicate.
+@example("2.20.2+codemod", [Mutation("conjunct_predicate", 55)])
+@example("2.20.2+codemod", [Mutation("conjunct_predicate", 20), Mutation("frozenset_constant", 0)])
 def test_respelt_guards_keep_every_verdict(name, rewrites) -> None:
     source, module = base(name)
     respelt = respell(module, SELECTOR, rewrites)
