@@ -7,10 +7,10 @@ say what the harness says, except where the witness grid's limit excuses a stati
 (`grid_limit.grid_limited`). The selectors:
 
 - the fork shapes (`fork_shapes/`) and the codemod's before/after pairs (`codemod_pairs/`);
-- the real bases the fuzzers rewrite (`fuzz_bases`: TE 2.20.2, 2.14.1 and 1.13.0, as released
-  and after the codemod) and the guarded selectors of `guarded_selectors` (the codemod's fix and
-  the over-broad TEA001 guard);
-- hypothesis mutants: a base broken by at most one `mutants.OPERATORS` mutation, then respelt by
+- the real bases the fuzzers rewrite (`fuzz_bases`: TE 2.20.2 and 2.14.1 as released and after
+  the codemod, TE 1.13.0 as released) and the guarded selectors of `guarded_selectors` (the
+  codemod's fix and the over-broad TEA001 guard);
+- hypothesis mutants: a 2.x base broken by at most one `mutants.OPERATORS` mutation, respelt by
   one or two `mutants.SPELLINGS` (guards moved into module-level predicates and constants among
   them), so that the spellings are judged on wrong guards as well as right ones.
 
