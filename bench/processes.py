@@ -17,6 +17,10 @@ Printed:
   flake8's own checks added, on a file without a selector under 5 ms added (that difference is
   below the noise of whole processes here, so the plugin's own import and run in a fresh process
   is printed too);
+- the same on the selector as a user's process pays it (`twins.py`): flake8 in twin virtual
+  environments, only one with this project installed, at least 15 interleaved rounds, what TEA
+  adds set against flake8's own checks there (the environment's bare interpreter taken off);
+  target: at most 0.10x, in wall time and in instructions;
 - `codemods.apply --check` on an already-guarded selector against `python -c "import ast;
   ast.parse(open(F).read())"` (target: at most 3x);
 - `codemods.apply FILE` on the unpatched selector (a fresh copy each run) against a process that
@@ -269,6 +273,11 @@ def main() -> None:
             if args.instructions:
                 fewer, more = counted(commands, tmp)
                 report_counts(more, fewer, added=True)
+
+        from twins import measure  # bench/twins.py, which reuses this module's helpers
+
+        (tmp / "twins").mkdir()
+        measure(source.path, max(repeat, 15), args.instructions, tmp / "twins")
 
         print("  what the plugin itself costs there, inside a fresh process (median):")
         plain_cost, selector_cost = own_cost([plain, selector], repeat)

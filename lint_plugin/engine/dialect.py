@@ -25,7 +25,7 @@ from typing import Any
 from packaging.version import Version, parse
 
 from lint_plugin.engine.absint import Value, const
-from lint_plugin.engine.interpreter import PURE_BUILTINS
+from lint_plugin.engine.interpret.folding import PURE_BUILTINS
 from lint_plugin.engine.predicates import Predicate, module_predicates
 from lint_plugin.engine.program import (
     descendants,

@@ -1,0 +1,134 @@
+"""TEA's cost as a user's flake8 process pays it: twin virtual environments, one with the plugin.
+
+    python bench/twins.py [SOURCE] [--repeat N] [--instructions]
+
+Two virtual environments hold the same packages at the same versions as this one (flake8 and
+its checkers, libcst, packaging); only one also has this project installed, from a wheel built
+of the working tree (not editable: a user's site-packages, bytecode precompiled at install).
+Both run `flake8` through their own console script on a copy of the selector, bytecode caching
+on, in interleaved rounds (`processes.interleaved`). The figure is what TEA adds against what
+flake8's own default checks cost there: (with TEA - without) / (without - an interpreter of the
+same environment that does nothing), target at most 0.10. With `--instructions` the same three
+processes are counted under callgrind (`processes.counted`).
+
+The environments are built afresh in a scratch folder each run. The packages come from the
+wheelhouse in `~/.cache/te-attn-guards/bench-wheels` when it has them (offline), else pip
+downloads them there first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from processes import counted, interleaved  # bench/processes.py, beside this script
+from selector_patch.sources import resolve
+
+#: What a flake8 run with TEA loads besides the standard library, as in this environment.
+PACKAGES = ("flake8", "pyflakes", "pycodestyle", "mccabe", "libcst", "pyyaml", "packaging")
+WHEELHOUSE = Path.home() / ".cache" / "te-attn-guards" / "bench-wheels"
+#: What the wheel is not built from.
+NOT_BUILT = (".git", "build", "dist", "*.egg-info", "__pycache__", ".venv", ".hypothesis")
+#: Where the ratio should stay.
+TARGET = 0.10
+
+
+def pinned() -> list[str]:
+    """`PACKAGES` pinned at the versions installed here."""
+    return [f"{name}=={importlib.metadata.version(name)}" for name in PACKAGES]
+
+
+def pip(*arguments: str, python: Path, quiet: bool = False) -> None:
+    """This environment's pip acting on the environment of `python` (which needs none);
+    `quiet` also silences its errors (an attempt that may fail)."""
+    command = [sys.executable, "-m", "pip", "--python", str(python), "--quiet", *arguments]
+    subprocess.run(command, check=True, stderr=subprocess.DEVNULL if quiet else None)
+
+
+def twin_environments(project: Path, scratch: Path) -> tuple[Path, Path]:
+    """The `bin` folders of the environment without the plugin and of the one with it."""
+    requirements = pinned()
+    # Built from a copy: setuptools builds in the source tree, and a `build/` left from an
+    # earlier build would bring back modules deleted since.
+    source = scratch / "source"
+    shutil.copytree(project, source, ignore=shutil.ignore_patterns(*NOT_BUILT))
+    wheel_dir = scratch / "wheel"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
+        + ["--wheel-dir", str(wheel_dir), str(source)],
+        check=True,
+    )
+    (plugin,) = wheel_dir.glob("*.whl")
+    offline = ["install", "--no-index", "--find-links", str(WHEELHOUSE), "--no-deps"]
+    WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+    folders = []
+    for name, extra in (("plain", []), ("tea", [str(plugin)])):
+        environment = scratch / name
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", str(environment)], check=True
+        )
+        python = environment / "bin" / "python"
+        try:
+            pip(*offline, *requirements, python=python, quiet=True)
+        except subprocess.CalledProcessError:
+            pip("download", "--no-deps", "--dest", str(WHEELHOUSE), *requirements, python=python)
+            pip(*offline, *requirements, python=python)
+        if extra:
+            pip("install", "--no-deps", *extra, python=python)
+        folders.append(environment / "bin")
+    return folders[0], folders[1]
+
+
+def measure(selector: Path, repeat: int, instructions: bool, scratch: Path) -> None:
+    """Print the twin comparison on `selector` (copied into `scratch` first)."""
+    project = Path(__file__).resolve().parent.parent
+    plain, tea = twin_environments(project, scratch)
+    target = scratch / "utils.py"
+    shutil.copyfile(selector, target)
+    commands = [
+        [str(plain / "python"), "-c", "pass"],
+        [str(plain / "flake8"), str(target)],
+        [str(tea / "flake8"), str(target)],
+    ]
+    (bare, without, with_tea) = interleaved(commands, repeat, scratch)
+    print(f"flake8 in twin environments on the selector, {repeat} interleaved rounds (median)")
+    for kind, index in (("wall", 0), ("CPU", 1)):
+        report(kind, bare[index] * 1000, without[index] * 1000, with_tea[index] * 1000, "ms")
+    if instructions:
+        counts = counted(commands, scratch)
+        report("instructions", *(count / 1e6 for count in counts), "M")
+    print(f"  target: TEA <= {TARGET:.2f}x of flake8's own checks")
+
+
+def report(kind: str, bare: float, without: float, with_tea: float, unit: str) -> None:
+    """One line: the interpreter, flake8 without and with TEA, and the ratio."""
+    own, added = without - bare, with_tea - without
+    print(
+        f"  {kind:12s} interpreter {bare:7.1f} {unit}, flake8 {without:7.1f} {unit}"
+        f" (own checks {own:7.1f}), with TEA {with_tea:7.1f} {unit}:"
+        f" TEA adds {added:6.1f} {unit} = {added / own:.3f}x"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("source", nargs="?", default="2.20.2")
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions too (valgrind)"
+    )
+    args = parser.parse_args(argv)
+    if args.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions needs valgrind on PATH (Debian: apt install valgrind)")
+    with tempfile.TemporaryDirectory() as scratch:
+        measure(resolve(args.source).path, args.repeat, args.instructions, Path(scratch))
+
+
+if __name__ == "__main__":
+    main()
