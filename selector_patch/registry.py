@@ -80,12 +80,37 @@ class Evidence:
         parsing them: a reachable finding's message asks for it, and importing
         `packaging.specifiers` would cost the flake8 run more than the rest of the message.
         """
-        bounds = [
-            clause[1:].strip()
-            for clause in (part.strip() for part in self.affected.split(","))
-            if clause.startswith("<") and not clause.startswith("<=")
-        ]
+        bounds = [version for operator, version in self._comparisons() if operator == "<"]
         return min(bounds, key=Version) if bounds else None
+
+    def affects_some(self, lowest: Version, highest: Version) -> bool:
+        """Whether some version from `lowest` to `highest` (both included) carries the defect.
+
+        A release that accepts only versions outside `affected` (TE 1.13 takes flash-attn up
+        to 2.6.3, a defect of 2.7.3+) cannot run into it. `affected` is the conjunction of its
+        clauses, so one clause that excludes the whole span excludes it; a clause other than an
+        ordered comparison or `==` is taken to exclude nothing, which can only say "affected".
+        """
+        excludes = {
+            ">=": lambda bound: bound > highest,
+            ">": lambda bound: bound >= highest,
+            "<": lambda bound: bound <= lowest,
+            "<=": lambda bound: bound < lowest,
+            "==": lambda bound: not lowest <= bound <= highest,
+        }
+        return not any(
+            operator in excludes and excludes[operator](Version(version))
+            for operator, version in self._comparisons()
+        )
+
+    def _comparisons(self) -> list[tuple[str, str]]:
+        """`affected`'s clauses as `SpecifierSet` splits them (at commas), each as (operator,
+        version text), read without importing `packaging.specifiers` (see `fixed_in`)."""
+        clauses = [part.strip() for part in self.affected.split(",")]
+        matches = [
+            re.fullmatch(r"(===|~=|==|!=|<=|>=|<|>)\s*([^\s*]+)", clause) for clause in clauses
+        ]
+        return [(match[1], match[2]) for match in matches if match]
 
 
 class Control(NamedTuple):

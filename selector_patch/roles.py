@@ -31,6 +31,9 @@ class Role(NamedTuple):
     switches: tuple[str, ...] = ()
     #: Per `installed` expression, the flag saying TE already recommended installing the package.
     install_warned: tuple[str, ...] = ()
+    #: Module-level bounds TE's import compares the installed version against before it calls
+    #: the package installed (lowest accepted, highest accepted), newest dialect first.
+    version_bounds: tuple[tuple[str, str], ...] = ()
 
 
 ROLES: dict[str, Role] = {
@@ -44,6 +47,10 @@ ROLES: dict[str, Role] = {
             install_warned=("FlashAttentionUtils.warning_printed",),
             flash_major=2,
             versions=("FlashAttentionUtils.version", "_flash_attn_version"),
+            version_bounds=(
+                ("FlashAttentionUtils.version_required", "FlashAttentionUtils.max_version"),
+                ("_flash_attn_version_required", "_flash_attn_max_version"),
+            ),
             switches=("NVTE_FLASH_ATTN_V2", "NVTE_FLASH_ATTN"),
         ),
         Role(

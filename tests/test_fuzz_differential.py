@@ -124,15 +124,8 @@ def test_analyzer_harness_and_codemod_agree_on_mutants(name, mutations) -> None:
         reject()
 
 
-def _regressions() -> list:
-    """The kept mutants; one whose disagreement is still open (its "open" says why) must still
-    fail (strict xfail), so that its fix shows."""
-    cases = []
-    for path in sorted(REGRESSIONS.glob("*.json")):
-        reason = json.loads(path.read_text()).get("open")
-        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-        cases.append(pytest.param(path, marks=marks, id=path.stem))
-    return cases
+def _regressions() -> list[Path]:
+    return sorted(REGRESSIONS.glob("*.json"))
 
 
 def _unnumbered(descriptions) -> list[str]:
@@ -140,7 +133,7 @@ def _unnumbered(descriptions) -> list[str]:
     return [re.sub(r"line \d+", "line N", description) for description in descriptions]
 
 
-@pytest.mark.parametrize("path", _regressions())
+@pytest.mark.parametrize("path", _regressions(), ids=lambda p: p.stem)
 def test_regression(path: Path) -> None:
     """A kept mutant still builds to what it was, and both properties hold for it."""
     case = json.loads(path.read_text())

@@ -10,7 +10,7 @@ say what the harness says, except where the witness grid's limit excuses a stati
 - the real bases the fuzzers rewrite (`fuzz_bases`: TE 2.20.2 and 2.14.1 as released and after
   the codemod, TE 1.13.0 as released) and the guarded selectors of `guarded_selectors` (the
   codemod's fix and the over-broad TEA001 guard);
-- hypothesis mutants: a 2.x base broken by at most one `mutants.OPERATORS` mutation, respelt by
+- hypothesis mutants: a base broken by at most one `mutants.OPERATORS` mutation, respelt by
   one or two `mutants.SPELLINGS` (guards moved into module-level predicates and constants among
   them), so that the spellings are judged on wrong guards as well as right ones.
 
@@ -47,9 +47,6 @@ SELECTOR = "get_attention_backend"
 TESTS = Path(__file__).resolve().parent
 FILES = sorted([*(TESTS / "fork_shapes").glob("*.py"), *(TESTS / "codemod_pairs").glob("*.py")])
 BASES = ("2.20.2", "2.20.2+codemod", "2.14.1", "2.14.1+codemod", "1.13.0")
-#: The bases hypothesis breaks, those of `test_fuzz_differential`: a broken TE 1.13.0 filter meets
-#: the open disagreement of `fuzz_regressions/te1-flash-attn-window.json`.
-MUTATED_BASES = BASES[:4]
 #: Fixtures the harness cannot run, and what it says: the codemod's pairs are selector fragments
 #: (they return three or four flags, TE five or six, or take no `AttentionParams`), and
 #: `vendor_device` asks for another vendor's GPU module.
@@ -111,7 +108,7 @@ spelling = st.builds(Mutation, st.sampled_from(SPELLINGS), st.integers(0, 2**16)
 
 
 @given(
-    name=st.sampled_from(MUTATED_BASES),
+    name=st.sampled_from(BASES),
     mutations=st.lists(breaking, max_size=1),
     rewrites=st.lists(spelling, min_size=1, max_size=2),
 )

@@ -7,6 +7,7 @@ Controls are the VALID ones: nearby inputs the backend must keep, so it must not
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 
@@ -93,6 +94,37 @@ def test_fixed_in_reads_the_specifier_as_packaging_does(affected):
     evidence = dataclasses.replace(get_hazard("TEA004").evidence, affected=affected)
     bounds = [s.version for s in SpecifierSet(affected) if s.operator == "<"]
     assert evidence.fixed_in == (min(bounds, key=Version) if bounds else None)
+
+
+#: Span ends and clause bounds: a one-clause specifier touches a span iff it holds at one of these.
+VERSIONS = sorted(map(Version, ["2.1.1", "2.6.3", "2.7.3", "2.7.4.post1", "2.8.4", "4.0.0b5"]))
+
+
+@pytest.mark.parametrize(
+    "affected",
+    [">=2.7.3", ">2.6.3", "<2.7.3", "<=2.6.3", "==2.7.3", ">=2.7.3,<=2.8.4", "!=2.7.3", "~=2.7"],
+)
+def test_affects_some_reads_the_specifier_as_packaging_does(affected):
+    """`affects_some` reads `affected` without `packaging.specifiers`: it says "affected" of
+    every span holding an affected version, and, for one ordered comparison or `==`, of no
+    other span (other clauses it cannot exclude by, so it may say "affected" of more)."""
+    evidence = dataclasses.replace(get_hazard("TEA002").evidence, affected=affected)
+    specifier = SpecifierSet(affected, prereleases=True)
+    exact = "," not in affected and affected[:2] not in ("!=", "~=")
+    for lowest, highest in itertools.combinations_with_replacement(VERSIONS, 2):
+        inside = [version for version in VERSIONS if lowest <= version <= highest]
+        affected_inside = any(specifier.contains(version) for version in inside)
+        says = evidence.affects_some(lowest, highest)
+        if affected_inside or exact:
+            assert says == affected_inside, (lowest, highest)
+
+
+def test_te_1_13_admits_no_version_tea002_affects():
+    """TE 1.13 accepts flash-attn 2.1.1 - 2.6.3; TEA002 is a defect of 2.7.3+ (TE 2.1: up to
+    2.7.4.post1)."""
+    evidence = get_hazard("TEA002").evidence
+    assert not evidence.affects_some(Version("2.1.1"), Version("2.6.3"))
+    assert evidence.affects_some(Version("2.1.1"), Version("2.7.4.post1"))
 
 
 @pytest.mark.parametrize("hazard", HAZARDS, ids=[hazard.id for hazard in HAZARDS])

@@ -3,8 +3,9 @@
 For each witness of a hazard (`Hazard.witnesses()`), the selector is interpreted with only the
 hazard's own inputs bound: the compute capability the hardware query answers, the inputs the
 witness pins (determinism, training, dropout, head dims, ...), whether a backward will run (the
-`requires_backward` field, or autograd's own answer), the backend's "package is installed" flag,
-its release where the selector compares the installed version, and the module's constants.
+`requires_backward` field, or autograd's own answer), the backend's "package is installed" flag
+(False where the versions TE's import accepts miss every affected one: `admits_affected`), its
+release where the selector compares the installed version, and the module's constants.
 Everything else - `NVTE_*` variables, cuDNN's answer, every other field of `AttentionParams` -
 stays unknown. The hazard is GUARDED iff no reachable return of any witness can make TE run the
 backend, so a guarded verdict holds whatever the rest of the environment is; otherwise it is
@@ -213,6 +214,17 @@ def witness_version(hazard: Hazard, dialect: Dialect, witness: Scenario) -> str 
     return getattr(witness, PACKAGE_FIELD[hazard.backend])
 
 
+def admits_affected(hazard: Hazard, dialect: Dialect) -> bool:
+    """Whether TE's import can call the backend's package installed in a version with the defect.
+
+    A witness runs with the package installed, but a release whose version bounds leave out
+    every affected version (`Dialect.admitted_versions`) imports none of them: for it, an
+    affected package is as good as absent, and its installed flag stays False.
+    """
+    admitted = dialect.admitted_versions(hazard.backend)
+    return admitted is None or hazard.evidence.affects_some(*admitted)
+
+
 def witness_facts(
     hazard: Hazard, dialect: Dialect, witnesses: Sequence[Scenario], given: Facts = NOTHING
 ) -> Facts:
@@ -243,7 +255,8 @@ def joint_facts(
     names = dict(dialect.module_names)
     installed = dialect.installed(backend)
     if installed:
-        names[installed] = TRUE
+        admitted = any(admits_affected(hazard, dialect) for hazard, _ in items)
+        names[installed] = TRUE if admitted else const(False)
     version = dialect.version(backend)
     pinned = {witness_version(hazard, dialect, witness) for hazard, witness in items}
     if version and None not in pinned:

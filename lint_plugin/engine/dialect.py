@@ -22,7 +22,7 @@ import dataclasses
 from functools import cached_property
 from typing import Any
 
-from packaging.version import Version, parse
+from packaging.version import InvalidVersion, Version, parse
 
 from lint_plugin.engine.absint import Value, const
 from lint_plugin.engine.interpret.folding import PURE_BUILTINS
@@ -129,6 +129,56 @@ class Dialect:
             if expression in self.module_text_names:
                 return expression
         return None
+
+    def admitted_versions(self, role: str) -> tuple[Version, Version] | None:
+        """The package versions TE's import accepts for `role`, as (lowest, highest), both
+        included; None where the module states no such bounds.
+
+        TE 1.12 - 2.1 call flash-attn installed only for `_flash_attn_version_required <=
+        version <= _flash_attn_max_version`, TE 2.2+ for `FlashAttentionUtils.version_required
+        <= version < max_version`: a package outside leaves the role's `installed` flag False
+        whatever the selector says (TE 1.9 - 1.11 state the bounds too, but have no such flag,
+        and import any version above the minimum). The bounds are the values the module first
+        assigns, since the import compares before any selector call rebinds them; a higher
+        minimum for some architectures (`version_required_blackwell`) is not read, which only
+        widens the span.
+        """
+        for bounds in ROLES[role].version_bounds:
+            lowest, highest = (self._initial_version(expression) for expression in bounds)
+            if lowest is not None and highest is not None:
+                return lowest, highest
+        return None
+
+    def _initial_version(self, expression: str) -> Version | None:
+        """The version a module-level name or a top-level class's attribute is first assigned,
+        where it is a pure import's call on a string literal (`PkgVersion("2.6.3")`)."""
+        owner, _, name = expression.rpartition(".")
+        body = self.module.body
+        if owner:
+            classes = [node for node in body if isinstance(node, ast.ClassDef)]
+            body = next((node.body for node in classes if node.name == owner), [])
+        assigned = next(
+            (
+                node.value
+                for node in body
+                if isinstance(node, ast.Assign)
+                and [getattr(target, "id", None) for target in node.targets] == [name]
+            ),
+            None,
+        )
+        if not (
+            isinstance(assigned, ast.Call)
+            and isinstance(assigned.func, ast.Name)
+            and assigned.func.id in self.module_functions
+            and len(assigned.args) == 1
+            and isinstance(assigned.args[0], ast.Constant)
+            and isinstance(assigned.args[0].value, str)
+        ):
+            return None
+        try:
+            return Version(assigned.args[0].value)
+        except InvalidVersion:
+            return None
 
     def compares_version(self, role: str) -> bool:
         """Whether the selector compares the role's installed version (`fa4_version < ...`)."""
