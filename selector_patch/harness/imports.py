@@ -36,9 +36,14 @@ from selector_patch.harness.opaque import OpaqueModule
 TE_PACKAGE = "transformer_engine"
 EXTENSION = "transformer_engine_torch"
 #: TE modules run from source: they map TE's names to the extension's enum members
-#: (`FusedAttnBackend`, the layout / mask / bias / softmax dicts, `TE_DType`).
+#: (`FusedAttnBackend`, the layout / mask / bias / softmax dicts, `TE_DType`), or define the FP8
+#: recipes whose methods the selector calls (see `recipes`).
 EXECUTED_MODULES = frozenset(
-    {"transformer_engine.pytorch.cpp_extensions.fused_attn", "transformer_engine.pytorch.constants"}
+    {
+        "transformer_engine.pytorch.cpp_extensions.fused_attn",
+        "transformer_engine.pytorch.constants",
+        "transformer_engine.common.recipe",
+    }
 )
 
 _private_names = (f"_te_attn_guards_module_{n}" for n in itertools.count())

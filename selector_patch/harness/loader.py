@@ -54,6 +54,7 @@ from selector_patch.harness.kernels import kernel_module
 from selector_patch.harness.logs import LoggingView, LogSink, WarningsView
 from selector_patch.harness.opaque import OpaqueModule
 from selector_patch.harness.params import attention_params_kwargs
+from selector_patch.harness.recipes import PYDANTIC_DATACLASSES
 from selector_patch.harness.pinning import ModuleState, pins_packages
 from selector_patch.harness.returns import return_layout
 from selector_patch.harness.selection import Selection, UnreadableResult, interpret
@@ -126,6 +127,7 @@ class LoadedSelector:
             views={
                 "torch": TorchView(self._device),
                 "os": scoped_env.OS_VIEW,
+                "pydantic.dataclasses": PYDANTIC_DATACLASSES,
                 "logging": LoggingView(self._sink),
                 "warnings": WarningsView(self._sink),
                 "importlib.metadata": MetadataView(self._device),
@@ -160,9 +162,7 @@ class LoadedSelector:
         `params` sets further `AttentionParams` fields by name (see `attention_params_kwargs`).
         """
         with self.pinned(scenario) as module:
-            kwargs = attention_params_kwargs(
-                scenario, self.params_fields, module.__dict__.get("check_set_window_size"), params
-            )
+            kwargs = attention_params_kwargs(scenario, self.params_fields, module.__dict__, params)
             return self._run(module.__dict__, kwargs, scenario)
 
     def installed(self, role: str, scenario: Scenario) -> bool | None:
