@@ -55,7 +55,10 @@ FEATURE_FIELDS: dict[str, tuple[str, ...]] = {
     "checkpoint_core_attention": ("checkpoint_core_attention",),
     "has_score_mod_bprop": ("has_score_mod_bprop",),
 }
-OPTIONAL_FEATURES = tuple(FEATURE_FIELDS)
+#: Optional features the selector reads from its module, not its `AttentionParams`:
+#: `is_in_onnx_export_mode()` (TE 1.13, 2.18+), which the virtual device answers.
+MODULE_FEATURES = ("onnx_export",)
+OPTIONAL_FEATURES = (*FEATURE_FIELDS, *MODULE_FEATURES)
 #: Inputs the selector reads as they are, from the `AttentionParams` field of the same name
 #: (the analysis binds a scenario's value to it). The others are built into TE's objects (a
 #: dtype, a recipe, an `InferenceParams`, a bias shape of the release's kind) or derived as
@@ -203,6 +206,8 @@ class Scenario:
     fp8_output: bool = False
     checkpoint_core_attention: bool = False
     has_score_mod_bprop: bool = False
+    #: Whether the call runs inside an ONNX export (`MODULE_FEATURES`).
+    onnx_export: bool = False
     #: `NVTE_*` variables set for this call, as sorted (name, value) pairs.
     env: tuple[tuple[str, str], ...] = field(default=())
 

@@ -73,7 +73,9 @@ def test_fp8_attention_with_delayed_scaling_disables_fa2(te) -> None:
 @pytest.mark.parametrize(
     "version, recipe, fused_kept",
     [
+        ("2.2.0", "Float8CurrentScaling", True),
         ("2.10.0", "Float8CurrentScaling", False),  # "FP8 current scaling on arch < sm100"
+        ("2.10.0", "MXFP8BlockScaling", True),
         ("2.18.0", "MXFP8BlockScaling", False),  # "MXFP8 on arch < sm100"
         ("2.20.2", "MXFP8BlockScaling", False),
         ("2.20.2", "DelayedScaling", True),
@@ -82,10 +84,22 @@ def test_fp8_attention_with_delayed_scaling_disables_fa2(te) -> None:
 def test_each_release_judges_its_own_recipe_classes(
     load_te_selector, version, recipe, fused_kept
 ) -> None:
+    """On sm90, where cuDNN has FP8 fused kernels (TE's C++ answers no backend on sm80)."""
     te = _load(load_te_selector, version)
-    selection = te.select(FUSED.with_changes({"fp8_recipe": recipe, "fp8_dpa": True}))
+    hopper = {"compute_capability": (9, 0), "fp8_recipe": recipe, "fp8_dpa": True}
+    selection = te.select(FUSED.with_changes(hopper))
     assert (selection.backend == "FusedAttention") is fused_kept
     assert disabled(selection, "FusedAttention", "sm100") is not fused_kept
+
+
+@pytest.mark.parametrize("version", ["2.18.0", "2.20.2"])
+def test_an_onnx_export_lets_unfused_emulate_fp8(load_te_selector, version) -> None:
+    """`is_in_onnx_export_mode()`, a module-level input: unfused emulates FP8 attention there."""
+    te = _load(load_te_selector, version)
+    plain = te.select(FA2.with_changes(DELAYED))
+    exported = te.select(FA2.with_changes({**DELAYED, "onnx_export": True}))
+    assert disabled(plain, "Unfused", "FP8") and not disabled(exported, "Unfused", "FP8")
+    assert exported.backend == "UnfusedDotProductAttention"
 
 
 def test_a_recipe_the_release_does_not_define_is_refused(load_te_selector) -> None:
@@ -206,6 +220,19 @@ def test_context_parallelism_disables_unfused(te) -> None:
     selection = te.select(FA2.with_changes({"cp_size": 2}))
     assert selection.role == "FA2" and disabled(selection, "Unfused", "context parallelism")
     assert kwargs(te, FA2.with_changes({"cp_size": 2}))["context_parallel"] is True
+
+
+@pytest.mark.parametrize("version", ["2.18.0", "2.20.2"])
+def test_all_to_all_context_parallelism_needs_even_head_counts_in_fused(
+    load_te_selector, version
+) -> None:
+    """TE 2.20's fused query is asked per context-parallel step (`cp_per_step_configs`)."""
+    te = _load(load_te_selector, version)
+    odd = {"compute_capability": (9, 0), "num_heads": 9, "num_gqa_groups": 9, "cp_size": 2}
+    assert te.select(FUSED.with_changes(odd)).backend == "FusedAttention"
+    selection = te.select(FUSED.with_changes({**odd, "cp_comm_type": "a2a"}))
+    assert selection.backend != "FusedAttention"
+    assert disabled(selection, "FusedAttention", "cp_comm_type = a2a")
 
 
 @pytest.mark.parametrize("version", ["1.13.0", "2.2.0"])

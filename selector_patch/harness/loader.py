@@ -54,7 +54,7 @@ from selector_patch.harness.kernels import kernel_module
 from selector_patch.harness.logs import LoggingView, LogSink, WarningsView
 from selector_patch.harness.opaque import OpaqueModule
 from selector_patch.harness.params import attention_params_kwargs
-from selector_patch.harness.recipes import PYDANTIC_DATACLASSES
+from selector_patch.harness.recipes import PYDANTIC_DATACLASSES, fp8_te_dtype
 from selector_patch.harness.pinning import ModuleState, pins_packages
 from selector_patch.harness.returns import return_layout
 from selector_patch.harness.selection import Selection, UnreadableResult, interpret
@@ -121,7 +121,12 @@ class LoadedSelector:
         self._sink = LogSink()
         default = Scenario()
         self._device = VirtualDevice(Machine.of(default))
-        answers = self._device.queries()
+        answers = {
+            **self._device.queries(),
+            "get_fp8_te_dtype": lambda *args, **kwargs: fp8_te_dtype(
+                self._imports.modules[EXTENSION].DType, *args, **kwargs
+            ),
+        }
         self._imports = PrivateImports(
             source.root,
             views={
@@ -194,7 +199,7 @@ class LoadedSelector:
         ):
             machine = Machine.of(scenario)
             imported = self._import_on(machine) if self._per_machine else self._default
-            self._device.pin(machine, scenario.fused_backend)
+            self._device.pin(machine, scenario.fused_backend, scenario.onnx_export)
             imported.state.reset(machine, machine.flash_attn)
             self._sink.take()
             yield imported.module

@@ -1,4 +1,5 @@
-"""The FP8 recipe of a scenario's autocast, built from the release's own recipe module.
+"""The FP8 recipe of a scenario's autocast, built from the release's own recipe module, and the
+FP8 dtype TE derives from it.
 
 `DotProductAttention` hands the selector `fp8=self.fp8` and `fp8_meta=self.fp8_meta`, whose
 `"recipe"` is the recipe object of the enclosing `autocast` (`DelayedScaling(fp8_dpa=True)`,
@@ -40,3 +41,13 @@ def fp8_meta(namespace: Mapping[str, Any], recipe: str, options: Mapping[str, An
     except TypeError as error:
         raise NoRecipe(f"{recipe}({', '.join(options)}): {error}") from None
     return {"recipe": built}
+
+
+def fp8_te_dtype(dtypes: Any, fp8_recipe: Any, fprop_tensor: bool = True) -> Any:
+    """TE's `get_fp8_te_dtype` (in `fp8.py`, later `quantization.py`), over the extension's
+    `DType`: E4M3 for an E4M3 recipe and for a HYBRID recipe's forward tensors, else E5M2. The
+    selector passes its result to cuDNN's fused-attention query as the FP8 tensors' dtype."""
+    name = fp8_recipe.fp8_format.name
+    if name == "E4M3" or (name == "HYBRID" and fprop_tensor):
+        return dtypes.kFloat8E4M3
+    return dtypes.kFloat8E5M2
