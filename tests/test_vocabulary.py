@@ -185,8 +185,9 @@ def test_a_kv_cache_meets_fa2s_page_filters(
     selection = te.select(scenario)
     assert (selection.role == "FA2") is kept
     assert disabled(selection, "FlashAttention 2") is not kept
-    held = kwargs(te, scenario)["inference_params"]
-    assert held.is_paged is (cache == "paged")
+    built = kwargs(te, scenario)
+    assert built["inference_params"].is_paged is (cache == "paged")
+    assert built["qkv_layout"].startswith("paged_kv_") is (cache == "paged")
 
 
 def test_a_kv_cache_is_refused_before_inference_params(load_te_selector) -> None:

@@ -36,6 +36,8 @@ from selector_patch.scenario import OPTIONAL_FEATURES, Scenario, expressible
 
 #: The name of the release's parameters dataclass.
 PARAMS = "AttentionParams"
+#: What `get_qkv_layout` puts before the layout of a paged KV cache.
+PAGED_PREFIX = "paged_kv_"
 #: The plain call: optional features the release cannot express must stay at these values.
 DEFAULT = Scenario()
 
@@ -82,7 +84,7 @@ def attention_params_kwargs(
         "qkv_type": _qkv_type(scenario.qkv_type, namespace),
         "qkv_dtype": qkv_dtype,
         "nominal_dtype": None if scenario.nominal_dtype is None else _dtype(scenario.nominal_dtype),
-        "qkv_layout": scenario.qkv_layout,
+        "qkv_layout": _qkv_layout(scenario),
         "batch_size": scenario.batch_size,
         "num_heads": scenario.num_heads,
         "num_gqa_groups": scenario.num_gqa_groups,
@@ -131,6 +133,13 @@ def attention_params_kwargs(
         "checkpoint_core_attention": scenario.checkpoint_core_attention,
     }
     return {**{name: value for name, value in passed.items() if name in fields}, **(extra or {})}
+
+
+def _qkv_layout(scenario: Scenario) -> str:
+    """The layout `get_qkv_layout` answers: a paged KV cache's carries the `paged_kv_` prefix."""
+    if scenario.kv_cache == "paged" and not scenario.qkv_layout.startswith(PAGED_PREFIX):
+        return PAGED_PREFIX + scenario.qkv_layout
+    return scenario.qkv_layout
 
 
 def _window_size(scenario: Scenario, check_set_window_size: Callable | None) -> Any:
@@ -220,6 +229,11 @@ def _fp8_meta(scenario: Scenario, namespace: Mapping[str, Any]) -> dict:
         raise Unrepresentable(f"fp8_recipe={scenario.fp8_recipe!r}: {error}") from None
 
 
+def _letters(part: str) -> str:
+    """A layout's part as a format, as TE's `get_qkv_format` reads it: `bs3hd` is `bshd`."""
+    return "".join(letter for letter in part if letter.isalpha())
+
+
 def _inference_params(scenario: Scenario, dtype: torch.dtype) -> Any:
     if scenario.kv_cache is None:
         return None
@@ -233,7 +247,7 @@ def _inference_params(scenario: Scenario, dtype: torch.dtype) -> Any:
             head_dim_v=scenario.head_dim_v,
             dtype=dtype,
             page_size=scenario.kv_page_size,
-            qkv_format=scenario.qkv_layout.partition("_")[0],
+            qkv_format=_letters(scenario.qkv_layout.removeprefix(PAGED_PREFIX).split("_")[0]),
         )
     except ValueError as error:
         raise Unrepresentable(str(error)) from None
