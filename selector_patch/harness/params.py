@@ -156,6 +156,7 @@ def _window_size(scenario: Scenario, check_set_window_size: Callable | None) -> 
 
 
 def _dtype(name: str) -> torch.dtype:
+    """The torch dtype a scenario names (`"float8_e4m3fn"`), as the caller's tensors hold it."""
     dtype = getattr(torch, name, None)
     if not isinstance(dtype, torch.dtype):
         raise Unrepresentable(f"{name!r} is no torch dtype")
