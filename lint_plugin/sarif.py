@@ -8,8 +8,7 @@ metadata comes from the rule registry (`lint_plugin.rules`), the same text as `d
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from flake8.formatting.base import BaseFormatter
 from flake8.violation import Violation
@@ -22,8 +21,10 @@ TOOL = "te-attn-guards"
 VERSION = "0.1.0"
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):
+    """One finding. A named tuple, not a dataclass: flake8 imports this module in every run,
+    and building a dataclass costs it more than the rest of the module."""
+
     code: str
     message: str
     path: str

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import ast
 import functools
-from typing import Any, Iterable, NamedTuple
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, NamedTuple
 
 
 class _Unknown:
@@ -39,6 +40,8 @@ class _Unknown:
 
 UNKNOWN: Any = _Unknown()
 EMPTY: frozenset = frozenset()
+#: An empty mapping that cannot be changed (the default of `Facts` mappings, of known operands).
+EMPTY_MAPPING: Mapping = MappingProxyType({})
 #: The most values a value's `choices` holds; beyond that it is simply unknown.
 MAX_CHOICES = 64
 

@@ -60,7 +60,7 @@ from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
 from lint_plugin.engine.program import Program, function_index
 from lint_plugin.engine.slicing import Slice
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
-from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Scenario
+from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Scenario, expressible
 
 #: No facts beyond a witness's own.
 NOTHING = Facts()
@@ -387,14 +387,13 @@ class _Strategy:
         (`_architecture_filters`), the witnesses of every hazard of the backend on those
         architectures run together once. That run binds only what they all share - the
         architecture, the package - so when it finds the backend off, its proof covers each of
-        them. Tried only where witnesses of two hazards or more share it: where the filter
-        does what it predicts, one run replaces theirs; where it does not (the flag switched on
-        again later), that run is lost.
+        them. Tried wherever two witnesses or more are there, of one hazard or several (TE
+        2.20.2's FA4 on SM8x: eight witnesses, four architectures): where the filter does what
+        it predicts, one run replaces theirs; where it does not (the flag switched on again
+        later), that run is lost.
         """
         flag = prepared.dialect.flag(backend)
         hazards = [hazard for hazard in self.hazards if hazard.backend == backend]
-        if len(hazards) < 2:
-            return
         archs = {w.compute_capability for h in hazards for w in prepared.witnesses(h)}
         filtered = _architecture_filters(prepared, flag, archs)
         items = [
@@ -403,7 +402,7 @@ class _Strategy:
             for witness in prepared.witnesses(hazard)
             if witness.compute_capability in filtered
         ]
-        if len({hazard.id for hazard, _ in items}) < 2:
+        if len(items) < 2:
             return
         facts = joint_facts(items, prepared.dialect, self.given)
         if not _enabled(prepared, backend, flag, facts):
@@ -548,7 +547,7 @@ def _analyze_function(
     absent = [
         condition.input
         for condition in hazard.triggers
-        if condition.input in OPTIONAL_FEATURES and condition.input not in dialect.param_fields
+        if not expressible(condition.input, dialect.param_fields)
     ]
     if absent:
         return HazardVerdict(

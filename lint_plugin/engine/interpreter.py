@@ -16,10 +16,9 @@ result is discarded (`reasons.append(...)`) forgets what was known about its rec
 from __future__ import annotations
 
 import ast
-from types import MappingProxyType
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Callable, Mapping, NamedTuple
 
-from lint_plugin.engine.absint import EMPTY, State, Value, unknown
+from lint_plugin.engine.absint import EMPTY, EMPTY_MAPPING, State, Value, unknown
 from lint_plugin.engine.interpret.binding import Binding
 from lint_plugin.engine.interpret.expressions import EXPRESSIONS, Expressions
 from lint_plugin.engine.interpret.frames import Frame, Unreachable
@@ -39,10 +38,6 @@ Split = tuple[ast.stmt, Callable[[list[State]], list[State]]]
 
 class AnalysisBudgetExceeded(Exception):
     """The selector needs more work than `STATEMENT_BUDGET` allows."""
-
-
-#: An empty mapping that cannot be changed, the default of every `Facts` mapping.
-EMPTY_MAPPING: Mapping[str, Any] = MappingProxyType({})
 
 
 class Facts(NamedTuple):
@@ -104,6 +99,9 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
         self.overrides: dict[ast.AST, Value] = {}
         #: When a list, every evaluated comparison is appended as (node, value).
         self.trace: list[tuple[ast.Compare, Value]] | None = None
+        #: The `and` / `or` whose operand values are being kept, and them (`_test_operands`).
+        self.recorded: ast.BoolOp | None = None
+        self.operands: dict[ast.AST, Value] | None = None
         self._constants = program.constants
         #: Whether some fact is a choice of values (several witnesses in one run).
         self.choices = any(

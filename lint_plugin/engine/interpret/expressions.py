@@ -7,10 +7,11 @@ from __future__ import annotations
 import ast
 import contextlib
 import operator
-from typing import Callable
+from typing import Callable, Mapping
 
 from lint_plugin.engine.absint import (
     EMPTY,
+    EMPTY_MAPPING,
     MAX_CHOICES,
     UNKNOWN,
     State,
@@ -188,6 +189,8 @@ class Expressions:
         last = len(node.values) - 1
         for index, operand in enumerate(node.values):
             value = self.eval(operand, state)
+            if node is self.recorded:
+                self.operands[operand] = value
             deps = deps | value.deps
             if index == last or value.truth is stops_on:
                 result = value if result is None else join(result, value)
@@ -196,6 +199,23 @@ class Expressions:
                 part = with_truth(value, stops_on)
                 result = part if result is None else join(result, part)
         return with_deps(result, deps)
+
+    def _test_operands(self, test: ast.expr, state: State) -> tuple[Value, Mapping[ast.AST, Value]]:
+        """An `if` test's value, and for an `and` / `or` test (under any `not`) that runs no
+        helper, what its operands evaluated to in `state`: refining a branch asks for their
+        truth first, and without side effects they evaluate alike until the state changes
+        (an undecided `and` / `or` evaluates every operand).
+        """
+        core = test
+        while isinstance(core, ast.UnaryOp) and isinstance(core.op, ast.Not):
+            core = core.operand
+        if not isinstance(core, ast.BoolOp) or self.program.calls_helper(test):
+            return self.eval(test, state), EMPTY_MAPPING
+        self.recorded, self.operands = core, {}
+        try:
+            return self.eval(test, state), self.operands
+        finally:
+            self.recorded = self.operands = None
 
     def _unaryop(self, node: ast.UnaryOp, state: State) -> Value:
         operand = self.eval(node.operand, state)

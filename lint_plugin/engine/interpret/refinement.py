@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, Mapping
 
 from lint_plugin.engine.absint import (
     EMPTY,
+    EMPTY_MAPPING,
     State,
     Value,
     alternatives,
@@ -25,12 +26,22 @@ from lint_plugin.engine.predicates import expand
 class Refinement:
     """How `Interpreter` narrows a state by a condition."""
 
-    def refine(self, node: ast.AST, truth: bool, state: State | None) -> State | None:
-        """`state` restricted to the paths on which `node` has truthiness `truth` (None: none)."""
+    def refine(
+        self,
+        node: ast.AST,
+        truth: bool,
+        state: State | None,
+        operands: Mapping[ast.AST, Value] = EMPTY_MAPPING,
+    ) -> State | None:
+        """`state` restricted to the paths on which `node` has truthiness `truth` (None: none).
+
+        `operands`: what the operands of the `and` / `or` at the top of `node` (under any
+        `not`) evaluate to in `state`, when the caller knows (`Expressions._test_operands`).
+        """
         if state is None:
             return None
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return self.refine(node.operand, not truth, state)
+            return self.refine(node.operand, not truth, state, operands)
         if isinstance(node, ast.BoolOp):
             conjunction = isinstance(node.op, ast.And)
             if truth is conjunction:  # every operand has this truthiness
@@ -39,7 +50,11 @@ class Refinement:
                     if state is None:
                         return None
                 return state
-            undecided = [v for v in node.values if self.eval(v, state).truth is not conjunction]
+            undecided = [
+                v
+                for v in node.values
+                if (operands.get(v) or self.eval(v, state)).truth is not conjunction
+            ]
             if not undecided:
                 return None
             if len(undecided) == 1:

@@ -69,14 +69,20 @@ class Statements:
             if self.observer is not None:
                 self.observer.on_if(self, node, test, join_states(then_in, else_in) or state)
         else:
-            test = self.eval(node.test, state)
+            test, operands = self._test_operands(node.test, state)
             if self.observer is not None:
                 self.observer.on_if(self, node, test, state)
             then_in = else_in = None
             if test.truth is not False:
-                then_in = state if test.truth else self.refine(node.test, True, state.copy())
+                if test.truth:
+                    then_in = state
+                else:
+                    then_in = self.refine(node.test, True, state.copy(), operands)
             if test.truth is not True:
-                else_in = state if test.truth is False else self.refine(node.test, False, state)
+                if test.truth is False:
+                    else_in = state
+                else:
+                    else_in = self.refine(node.test, False, state, operands)
         for branch in (then_in, else_in):
             if branch is not None:
                 branch.path = branch.path | test.deps
