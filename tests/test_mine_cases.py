@@ -77,10 +77,10 @@ def test_two_variables_of_one_feature_make_one_trigger():
     ]
 
 
-def test_feature_te_cannot_turn_on_is_unmapped_with_the_row_reason():
-    (case,) = mine("if arch // 10 == 12:\n    assert page_table is None, 'Paged KV'\n")
-    paged = next(f for f in FEATURES if "page_table" in f.values)
-    assert case.labels == (paged.label,) and case.unmapped == f"needs paged KV cache: {paged.why}"
+def test_feature_the_vocabulary_cannot_say_is_unmapped_with_the_row_reason():
+    (case,) = mine("if arch // 10 == 12:\n    assert not is_fp8, 'FP8'\n")
+    fp8 = next(f for f in FEATURES if "is_fp8" in f.values)
+    assert case.labels == (fp8.label,) and case.unmapped == f"needs FP8 inputs: {fp8.why}"
 
 
 def test_test_on_variables_outside_the_table_is_unmapped_naming_them():

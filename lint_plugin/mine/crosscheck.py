@@ -35,7 +35,6 @@ from selector_patch.verify import verify_hazard
 
 GUARDED = "guarded"
 UNGUARDED = "UNGUARDED"
-UNMAPPED = "unmapped"
 NOT_APPLICABLE = "not-applicable"
 DISAGREEMENT = "disagreement"
 
@@ -97,12 +96,12 @@ class Judges:
 class Verdict:
     case: Case
     status: str
-    #: The candidate hazard (None for an unmapped case).
+    #: The candidate hazard (None for a case the judges do not take).
     hazard: Hazard | None
     witness: Scenario | None
     #: The id of a registry or configured hazard saying the same.
     matches: str | None
-    #: Why the case is unmapped, or what the judges said.
+    #: Why the case is unmapped, unreachable or internal, or what the judges said.
     detail: str
     #: Each architecture's own status, where the case covers several.
     by_arch: Mapping[Arch, str] = field(default_factory=dict)
@@ -128,7 +127,7 @@ def crosscheck(found: Sequence[Case], judges: Judges, known: Sequence[Hazard]) -
     verdicts = []
     for case in found:
         if case.unmapped is not None:
-            verdicts.append(Verdict(case, UNMAPPED, None, None, None, case.unmapped))
+            verdicts.append(Verdict(case, case.standing, None, None, None, case.unmapped))
             continue
         hazard = candidate(case, mapped)
         by_arch: dict[Arch, Judgement] = {}

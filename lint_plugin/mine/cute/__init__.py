@@ -8,19 +8,23 @@ variables carry which selector feature, and `cases` states each refusal in selec
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from lint_plugin.mine.cute.cases import cases
 from lint_plugin.mine.cute.extract import refusals
 from lint_plugin.mine.cute.kernel import KernelSource
 from lint_plugin.mine.findings import Case
+from lint_plugin.mine.te_calls import KernelCall
 from selector_patch.sources import SourceError, read_text
 
 
-def mine(kernel: KernelSource) -> list[Case]:
-    """Every case of every architecture-conditioned refusal in the kernel's sources."""
+def mine(kernel: KernelSource, calls: Sequence[KernelCall] = ()) -> list[Case]:
+    """Every case of every architecture-conditioned refusal in the kernel's sources, asked
+    through TE's `calls` into the kernel (none: every parameter is free, no module entered)."""
     found = []
     for path in kernel.files():
         try:
-            extracted = refusals(read_text(path), kernel.relative(path))
+            extracted = refusals(read_text(path), kernel.relative(path), calls)
         except SyntaxError as error:
             raise SourceError(path, f"syntax error at line {error.lineno}: {error.msg}") from None
         found += [case for refusal in extracted for case in cases(refusal, kernel.version)]

@@ -6,17 +6,33 @@ smallest sets that make it fire are its triggers there ("fires" = its own test c
 and its path may be taken). None at all: it fires on that architecture whatever is passed. A
 set that needs a feature TE cannot turn on, or a refusal whose own test reads variables the
 table does not cover, is a case too, unmapped, with the reason.
+
+All of it is asked through TE: the parameters TE's calls fix hold their values
+(`lint_plugin.mine.cute.reach`), and a feature carried by one of them is not switched. A refusal
+that may fire on its architectures for some call, but for none TE makes, is one case,
+unreachable through TE, citing TE's calls. One whose test the table cannot decide, in a module
+TE's calls do not enter (the compiled kernels' classes, built by flash-attn-4's interface from
+its own choices), is kernel-internal: no parameter reaches its test.
 """
 
 from __future__ import annotations
 
 import itertools
+from typing import Mapping
 
 from lint_plugin.mine.cute.extract import Refusal
 from lint_plugin.mine.cute.features import FEATURES, Feature
 from lint_plugin.mine.cute.kernel import BACKEND, DISTRIBUTION
+from lint_plugin.mine.cute.reach import Fixed, unreachable_reason
 from lint_plugin.mine.devices import Arch
-from lint_plugin.mine.findings import ARCH_ONLY_SECTION, Case, with_backward
+from lint_plugin.mine.findings import (
+    ARCH_ONLY_SECTION,
+    INTERNAL,
+    UNMAPPED,
+    UNREACHABLE,
+    Case,
+    with_backward,
+)
 
 #: Features turned on together at most; refusals that need more stay unmapped.
 MAX_FEATURES = 3
@@ -27,14 +43,25 @@ def cases(refusal: Refusal, version: str) -> list[Case]:
 
     `version` is the flash-attn-4 release the refusal was read from.
     """
-    named = [f for f in FEATURES if set(f.values) & refusal.reads()]
+    fixed = refusal.fixed_reads()
+    if not any(refusal.may_fire(arch, {}, through_te=True) for arch in refusal.architectures):
+        return [_unreachable(refusal, version, fixed)]
+    named = [
+        f for f in FEATURES if set(f.values) & refusal.reads() and not set(f.values) & set(fixed)
+    ]
     grouped: dict[tuple[tuple[Feature, ...], ...] | str, list[Arch]] = {}
     for arch in refusal.architectures:
         grouped.setdefault(_outcome(refusal, arch, named), []).append(arch)
     found = []
     for outcome, architectures in grouped.items():
         if isinstance(outcome, str):
-            found.append(_case(refusal, version, architectures, (), outcome))
+            standing = INTERNAL if refusal.entered is False else UNMAPPED
+            if standing == INTERNAL:
+                outcome = (
+                    f"no parameter reaches this test: {outcome}, and TE's calls enter"
+                    f" flash-attn-4 elsewhere ({', '.join(refusal.entries)})"
+                )
+            found.append(_case(refusal, version, architectures, (), outcome, standing))
             continue
         for features in outcome:
             missing = [f for f in features if not f.mapped]
@@ -43,12 +70,25 @@ def cases(refusal: Refusal, version: str) -> list[Case]:
     return found
 
 
+def _unreachable(refusal: Refusal, version: str, fixed: Mapping[str, Fixed]) -> Case:
+    """The case of a refusal no TE call fires, citing the fixed parameters that rule it out
+    alone where there are such, else all it reads."""
+    deciding = {
+        name: one
+        for name, one in fixed.items()
+        if not any(refusal.may_fire(arch, {name: one.value}) for arch in refusal.architectures)
+    }
+    why = unreachable_reason(deciding or fixed)
+    return _case(refusal, version, list(refusal.architectures), (), why, UNREACHABLE)
+
+
 def _case(
     refusal: Refusal,
     version: str,
     architectures: list[Arch],
     features: tuple[Feature, ...],
     unmapped: str | None,
+    standing: str = UNMAPPED,
 ) -> Case:
     triggers = (trigger for feature in features for trigger in feature.triggers)
     return Case(
@@ -61,6 +101,7 @@ def _case(
         triggers=with_backward(triggers, refusal.backward),
         unmapped=unmapped,
         section=next((f.section for f in features), ARCH_ONLY_SECTION),
+        standing=standing,
     )
 
 
@@ -73,9 +114,9 @@ def _outcome(
         firing = []
         for features in itertools.combinations(named, size):
             bindings = _bindings(named, features)
-            if bindings is None or refusal.reachable(arch, bindings) is False:
+            if bindings is None or refusal.reachable(arch, bindings, through_te=True) is False:
                 continue
-            own = refusal.own_truth(arch, bindings)
+            own = refusal.own_truth(arch, bindings, through_te=True)
             if own is None:
                 undecided |= refusal.own_names() - set(bindings)
             elif own:

@@ -4,9 +4,11 @@ A refusal under `if arch // 10 == 12:` that asserts `not is_split_kv` fires only
 is in use. To ask TE's selector about it, the miner needs three facts per feature, written down
 here rather than guessed from spellings: the kernel variables that carry it, the values they
 hold when it is on and off (so a test's polarity is evaluated, not pattern-matched), and the
-selector inputs that turn it on (`selector_patch.scenario.INPUTS`). A feature TE cannot turn
-on, or that the scenario vocabulary cannot express, has no triggers and says why: refusals that
-need it are reported as unmapped with that reason, never dropped.
+selector inputs that turn it on (`selector_patch.scenario.INPUTS`). A feature that the scenario
+vocabulary cannot express has no triggers and says why: refusals that need it are reported as
+unmapped with that reason, never dropped. Kernel parameters TE's calls never pass (`mask_mod`,
+block sparsity, `qv`, `gather_kv_indices`, `page_table`) have no row: TE's calls themselves are
+read for them (`lint_plugin.mine.cute.reach`), and refusals on them are unreachable through TE.
 
 Kernel variables absent from the table stay unknown. On a path that only means "some call
 takes it" (`if compile_key not in cache:`); in a refusal's own test it means the table cannot
@@ -92,38 +94,6 @@ FEATURES: tuple[Feature, ...] = (
         # TE's learnable sink is `softmax_type="learnable"`; the sink tensor is FA4's
         # `learnable_sink` argument.
         "TE exposes the learnable sink as softmax_type='learnable'",
-    ),
-    Feature(
-        "paged KV cache",
-        {"page_table": (PASSED, None)},
-        (),
-        # Paged KV is TE's `inference_params` (an InferenceParams object with a page table);
-        # the scenario vocabulary has no KV-cache input, so the harness cannot build one.
-        "the scenario vocabulary has no KV-cache (inference_params) input",
-    ),
-    Feature(
-        "mask_mod",
-        {"mask_mod": (PASSED, None)},
-        (),
-        "TE's AttentionParams has no mask_mod input",
-    ),
-    Feature(
-        "block sparsity",
-        {"block_sparse_tensors": (PASSED, None), "use_block_sparsity": (True, False)},
-        (),
-        "TE's AttentionParams has no block-sparsity input",
-    ),
-    Feature(
-        "qv (absorbed MLA)",
-        {"qv": (PASSED, None)},
-        (),
-        "TE's AttentionParams has no qv input",
-    ),
-    Feature(
-        "gathered KV (sparse MLA)",
-        {"gather_kv_indices": (PASSED, None)},
-        (),
-        "TE's AttentionParams has no gather_kv_indices input",
     ),
     Feature(
         "FP8 inputs",
