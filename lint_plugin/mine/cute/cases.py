@@ -71,14 +71,14 @@ def cases(refusal: Refusal, version: str) -> list[Case]:
 
 
 def _unreachable(refusal: Refusal, version: str, fixed: Mapping[str, Fixed]) -> Case:
-    """The case of a refusal no TE call fires, citing the fixed parameters that rule it out
-    alone where there are such, else all it reads."""
-    deciding = {
-        name: one
-        for name, one in fixed.items()
-        if not any(refusal.may_fire(arch, {name: one.value}) for arch in refusal.architectures)
-    }
-    why = unreachable_reason(deciding or fixed)
+    """The case of a refusal no TE call fires, citing the fixed parameters that rule it out:
+    all it reads, less each one the others rule it out without."""
+    deciding = dict(fixed)
+    for name in fixed:
+        rest = {other: one.value for other, one in deciding.items() if other != name}
+        if not any(refusal.may_fire(arch, rest) for arch in refusal.architectures):
+            del deciding[name]
+    why = unreachable_reason(deciding)
     return _case(refusal, version, list(refusal.architectures), (), why, UNREACHABLE)
 
 

@@ -17,9 +17,11 @@ rebinds a parameter before passing it on is not followed (4.0.0b36's `FlashAttnF
 sets `qv = q` for shared-KV MLA, `k is v` with head_dim_v 512, which TE's distinct key and value
 tensors never are). Only parameters of the entry points are fixed: a helper's parameter that no
 entry point takes (`accum_order`) is the kernel's own business. In a function that reassigns it
-(`softcap = None`) a parameter is not a pure parameter and is left free there, except through
-`maybe_contiguous`, which FA4 uses to make tensors contiguous and which returns None for None; so
-is a parameter a call may pass positionally where the position is not known.
+(`softcap = score_mod_softcap(...)`) a parameter is not a pure parameter and is left free there,
+except through `maybe_contiguous`, which FA4 uses to make tensors contiguous and which returns
+None for None, and through normalizations at the top of the function (`if softcap == 0.0:
+softcap = None`), which are applied to the fixed value; so is a parameter a call may pass
+positionally where the position is not known.
 """
 
 from __future__ import annotations
@@ -46,10 +48,15 @@ class Fixed:
     #: True when TE never passes it (the value is a default), False when TE passes the constant.
     defaulted: bool
     calls: tuple[str, ...]
+    #: What TE's calls give where the kernel normalizes that first (`softcap` 0.0 to None).
+    given: tuple[Any, ...] = ()
 
     def describe(self, name: str) -> str:
         """`mask_mod` is None (TE never passes it), `window_size_left=-1` (TE passes it)."""
         how = "TE never passes it" if self.defaulted else "TE passes it"
+        if self.given:
+            before = " or ".join(repr(value) for value in self.given)
+            how += f": {before}, which the kernel turns into {self.value!r}"
         return f"`{name}` is {self.value!r} ({how})"
 
 
@@ -83,32 +90,36 @@ class TeValues:
         self._classes = [node for node in ast.walk(module) if isinstance(node, ast.ClassDef)]
 
     def in_function(self, function: ast.FunctionDef) -> dict[str, Fixed]:
-        """The parameters of `function` that every TE call reaching it fixes, and that it does
-        not reassign; in an autograd `backward`, also the tensors its `forward` saved fixed."""
-        reassigned = _reassigned(function)
-        forwarded = {
-            name: fixed
-            for name, fixed in self._forwarded(function).items()
-            if name not in reassigned
-        }
-        return {**forwarded, **self._saved(function)}
+        """The parameters of `function` that every TE call reaching it fixes, after the
+        function's own normalizations of them; in an autograd `backward`, also the tensors its
+        `forward` saved fixed."""
+        return {**self._forwarded(function, normalize=True), **self._saved(function)}
 
-    def _forwarded(self, function: ast.FunctionDef) -> dict[str, Fixed]:
+    def _forwarded(self, function: ast.FunctionDef, normalize: bool) -> dict[str, Fixed]:
         """What each parameter of `function` holds when forwarded by name from the entry points
-        TE calls that reach it, where that is one constant."""
+        TE calls that reach it, where that is one constant (with `normalize`, as the function
+        goes on to use it: a reassigned parameter is free unless only normalized)."""
         entries = self._reached_from.get(id(function), set())
         calls = [call for call in self._calls if call.function in entries]
         entry_parameters = {a.arg for name in entries for a in _arguments(self._functions[name])}
         defaults = _defaults(function)
+        reassigned = _reassigned(function) if normalize else set()
         sites = tuple(dict.fromkeys(call.site for call in calls))
         fixed = {}
         for argument in _arguments(function):
             name = argument.arg
-            if name not in entry_parameters:
+            if name not in entry_parameters or not calls:
                 continue
-            value = _one_value(name, defaults.get(name, FREE), calls, self._functions)
-            if value is not FREE:
-                fixed[name] = Fixed(value[0], value[1], sites)
+            given = [_given(name, defaults.get(name, FREE), c, self._functions) for c in calls]
+            values = [
+                _normalized(function, name, value) if name in reassigned else value
+                for value, _ in given
+            ]
+            if any(value is FREE for value in values) or len({repr(v) for v in values}) > 1:
+                continue
+            before = tuple(dict.fromkeys(value for value, _ in given if value != values[0]))
+            passed = any(passed for _, passed in given)
+            fixed[name] = Fixed(values[0], not passed, sites, before)
         return fixed
 
     def _saved(self, backward: ast.FunctionDef) -> dict[str, Fixed]:
@@ -144,7 +155,7 @@ class TeValues:
         )
         if saved is None or unpacked is None:
             return {}
-        forward_fixed = self._forwarded(forward)
+        forward_fixed = self._forwarded(forward, normalize=False)
         stores = _store_counts(backward)
         found = {}
         for source, target in zip(saved, unpacked):
@@ -203,35 +214,22 @@ def _reachable(
     return list(found.values())
 
 
-def _one_value(
-    name: str,
-    own_default: Any,
-    calls: Sequence[KernelCall],
-    functions: Mapping[str, ast.FunctionDef],
-) -> tuple[Any, bool] | Any:
-    """(the value, whether it is a default) when every call gives `name` one constant; FREE
-    otherwise."""
-    values = set()
-    passed = False
-    for call in calls:
-        entry = functions[call.function]
-        parameters = [a.arg for a in (*entry.args.posonlyargs, *entry.args.args)]
-        if name in call.keywords:
-            value, passed = _constant(call.keywords[name]), True
-        elif name in parameters and parameters.index(name) < len(call.positional):
-            value, passed = _constant(call.positional[parameters.index(name)]), True
-        elif name in parameters and call.starred:
-            value = FREE
-        elif name in parameters or name in _kwonly(entry):
-            value = _defaults(entry).get(name, FREE)
-        else:
-            value = own_default
-        if value is FREE:
-            return FREE
-        values.add(repr(value))
-        if len(values) > 1:
-            return FREE
-    return (value, not passed) if values else FREE
+def _given(
+    name: str, own_default: Any, call: KernelCall, functions: Mapping[str, ast.FunctionDef]
+) -> tuple[Any, bool]:
+    """What one TE call gives parameter `name` (FREE where that is not a constant), and whether
+    TE passes it rather than leaving a default."""
+    entry = functions[call.function]
+    parameters = [a.arg for a in (*entry.args.posonlyargs, *entry.args.args)]
+    if name in call.keywords:
+        return _constant(call.keywords[name]), True
+    if name in parameters and parameters.index(name) < len(call.positional):
+        return _constant(call.positional[parameters.index(name)]), True
+    if name in parameters and call.starred:
+        return FREE, True
+    if name in parameters or name in _kwonly(entry):
+        return _defaults(entry).get(name, FREE), False
+    return own_default, False
 
 
 def _kwonly(function: ast.FunctionDef) -> list[str]:
@@ -241,6 +239,54 @@ def _kwonly(function: ast.FunctionDef) -> list[str]:
 def _arguments(function: ast.FunctionDef) -> list[ast.arg]:
     arguments = function.args
     return [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+
+
+def _normalized(function: ast.FunctionDef, name: str, value: Any) -> Any:
+    """The value after the function's own normalizations of it, where those are all its stores:
+    statements of its body like `if softcap == 0.0: softcap = None`; FREE where it stores the
+    name otherwise."""
+    normalizations = [
+        stmt
+        for stmt in function.body
+        if isinstance(stmt, ast.If)
+        and not stmt.orelse
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], ast.Assign)
+        and [getattr(t, "id", None) for t in stmt.body[0].targets] == [name]
+    ]
+    if value is FREE or _store_counts(function)[name] != len(normalizations):
+        return FREE
+    for stmt in normalizations:
+        holds = _compares(stmt.test, name, value)
+        assigned = _constant(stmt.body[0].value)
+        if holds is None or assigned is FREE:
+            return FREE
+        if holds:
+            value = assigned
+    return value
+
+
+def _compares(test: ast.expr, name: str, value: Any) -> bool | None:
+    """The truth of `name == 0.0`, `name is None` and the like with `name` holding `value`;
+    None for any other test."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.left, ast.Name)
+        and test.left.id == name
+    ):
+        return None
+    other = _constant(test.comparators[0])
+    if other is FREE:
+        return None
+    operations = {
+        ast.Eq: lambda a, b: a == b,
+        ast.NotEq: lambda a, b: a != b,
+        ast.Is: lambda a, b: a is b,
+        ast.IsNot: lambda a, b: a is not b,
+    }
+    operation = operations.get(type(test.ops[0]))
+    return None if operation is None else operation(value, other)
 
 
 def _store_counts(function: ast.FunctionDef) -> Counter[str]:
