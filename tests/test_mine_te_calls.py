@@ -201,9 +201,7 @@ def test_a_constant_te_passes_decides_the_refusal():
 def test_without_te_calls_nothing_is_fixed():
     (case,) = mined(KERNEL, calls=())["mask_mod not supported on SM 12.0"]
     assert case.standing == UNMAPPED
-    assert case.unmapped == (
-        "its test reads `mask_mod`, `use_mask`, which the feature table does not cover"
-    )
+    assert case.unmapped == "needs mask_mod: the scenario vocabulary has no mask_mod input"
 
 
 def test_a_reassigned_parameter_is_not_fixed():

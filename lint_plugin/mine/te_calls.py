@@ -38,6 +38,8 @@ KERNEL_MODULES = {
 CALLER_FILES = ("backends.py", "context_parallel.py", "../attention.py")
 #: The flag each backend's branch tests in TE's callers; FA2 is what is left when both are off.
 BRANCH_FLAGS = {"FA3": "use_flash_attn_3", "FA4": "use_flash_attn_4"}
+#: (backend, the kernel's name for the entry point): what a TE name may hold.
+Entry = tuple[str, str]
 #: A keyword TE passes whose value this reader does not know (from a dictionary built elsewhere).
 UNKNOWN = ast.Name("<unknown>")
 
@@ -72,7 +74,7 @@ def kernel_calls(source: SelectorSource) -> tuple[KernelCall, ...]:
     """
     directory = source.path.parent
     root = (source.root or directory).resolve()
-    aliases: dict[str, tuple[str, str]] = {}
+    aliases: dict[str, frozenset[Entry]] = {}
     found = []
     for name in CALLER_FILES:
         path = (directory / name).resolve()
@@ -88,77 +90,66 @@ def kernel_calls(source: SelectorSource) -> tuple[KernelCall, ...]:
     return tuple(found)
 
 
-def _aliases(module: ast.Module, imported: Mapping[str, tuple[str, str]]) -> dict:
-    """TE's name -> (backend, kernel function) for the module's own bindings of entry points.
+def _aliases(module: ast.Module, imported: Mapping[str, frozenset[Entry]]) -> dict:
+    """TE's name -> every (backend, kernel function) it is bound to anywhere in the module.
 
-    `imported` holds the aliases of files read before, for `from ...backends import
+    A name bound to an entry point in one function is taken to hold it wherever the module calls
+    it, helpers that receive it as a parameter included (context parallelism's `flash_attn_fwd`,
+    bound in the autograd forward and called in `cp_p2p_fwd_flash_attn`): more calls, never
+    fewer. `imported` holds the aliases of files read before, for `from ...backends import
     _flash_attn_fwd_v4` inside functions.
     """
-    aliases: dict[str, tuple[str, str]] = {}
+    aliases: dict[str, frozenset[Entry]] = {}
     for node in ast.walk(module):
         if isinstance(node, ast.ImportFrom) and node.module is not None:
             backend = KERNEL_MODULES.get(node.module)
             for alias in node.names:
                 bound = alias.asname or alias.name
                 if backend is not None:
-                    aliases[bound] = (backend, alias.name)
+                    aliases[bound] = aliases.get(bound, frozenset()) | {(backend, alias.name)}
                 elif alias.name in imported:
-                    aliases[bound] = imported[alias.name]
+                    aliases[bound] = aliases.get(bound, frozenset()) | imported[alias.name]
     changed = True
     while changed:  # `flash_attn_func_v4 = no_torch_dynamo()(_flash_attn_func_v4)`
         changed = False
         for node in ast.walk(module):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = node.targets[0]
-                held = _held(node.value, aliases)
-                if isinstance(target, ast.Name) and held and target.id not in aliases:
-                    aliases[target.id] = held
-                    changed = True
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                continue
+            target = node.targets[0]
+            held = frozenset().union(
+                *(
+                    aliases[n.id]
+                    for n in ast.walk(node.value)
+                    if isinstance(n, ast.Name) and n.id in aliases
+                )
+            )
+            if isinstance(target, ast.Name) and not held <= aliases.get(target.id, frozenset()):
+                aliases[target.id] = aliases.get(target.id, frozenset()) | held
+                changed = True
     return aliases
 
 
-def _held(value: ast.expr, aliases: Mapping[str, tuple[str, str]]) -> tuple[str, str] | None:
-    """The one entry point an expression wraps, if it reads exactly one alias."""
-    read = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in aliases}
-    return aliases[read.pop()] if len(read) == 1 else None
-
-
-def _calls(module: ast.Module, aliases: Mapping[str, tuple[str, str]], file: str) -> list:
+def _calls(module: ast.Module, aliases: Mapping[str, frozenset[Entry]], file: str) -> list:
+    """The module's calls of names holding entry points, each for the backends whose branches
+    it lies in (`func(...)` under `if use_flash_attn_4:` calls FA4's entry points only)."""
     found = []
+    backends = sorted({backend for held in aliases.values() for backend, _ in held})
     for function in ast.walk(module):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        for backend in sorted({backend for backend, _ in aliases.values()}):
+        for backend in backends:
             nodes = list(_taken(function.body, backend, nested=False))
-            local = _local_aliases(nodes, aliases, backend)
             for call in nodes:
                 if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
                     continue
-                for name in sorted(local.get(call.func.id, ())):
+                held = aliases.get(call.func.id, frozenset())
+                for name in sorted(name for owner, name in held if owner == backend):
                     keywords = _keywords(call, nodes, module, backend)
                     positional, starred = _positional(call)
                     found.append(
                         KernelCall(backend, name, file, call.lineno, keywords, positional, starred)
                     )
     return sorted(found, key=lambda call: call.line)
-
-
-def _local_aliases(
-    nodes: list[ast.AST], aliases: Mapping[str, tuple[str, str]], backend: str
-) -> dict[str, set[str]]:
-    """Name -> every `backend` entry point it may hold in a function (`func =
-    flash_attn_func_v4` in one branch, `func = flash_attn_varlen_func_v4` in another), the
-    module-level aliases included; `nodes` are the function's, outside other backends' branches."""
-    local: dict[str, set[str]] = {
-        name: {function} for name, (owner, function) in aliases.items() if owner == backend
-    }
-    for node in nodes:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            held = _held(node.value, aliases)
-            if isinstance(target, ast.Name) and held is not None and held[0] == backend:
-                local.setdefault(target.id, set()).add(held[1])
-    return local
 
 
 def _positional(call: ast.Call) -> tuple[tuple[ast.expr, ...], bool]:

@@ -6,9 +6,11 @@ here rather than guessed from spellings: the kernel variables that carry it, the
 hold when it is on and off (so a test's polarity is evaluated, not pattern-matched), and the
 selector inputs that turn it on (`selector_patch.scenario.INPUTS`). A feature that the scenario
 vocabulary cannot express has no triggers and says why: refusals that need it are reported as
-unmapped with that reason, never dropped. Kernel parameters TE's calls never pass (`mask_mod`,
-block sparsity, `qv`, `gather_kv_indices`, `page_table`) have no row: TE's calls themselves are
-read for them (`lint_plugin.mine.cute.reach`), and refusals on them are unreachable through TE.
+unmapped with that reason, never dropped. A row is only consulted where TE's calls leave its
+variables free (`lint_plugin.mine.cute.reach`): the kernel parameters TE never passes (`mask_mod`,
+block sparsity, `qv`, `gather_kv_indices`, `page_table` in every release so far) are fixed by
+those calls, and refusals on them are unreachable through TE; their rows speak where TE's calls
+are not known (a selector file outside a TE tree) or a release starts passing them.
 
 Kernel variables absent from the table stay unknown. On a path that only means "some call
 takes it" (`if compile_key not in cache:`); in a refusal's own test it means the table cannot
@@ -94,6 +96,38 @@ FEATURES: tuple[Feature, ...] = (
         # TE's learnable sink is `softmax_type="learnable"`; the sink tensor is FA4's
         # `learnable_sink` argument.
         "TE exposes the learnable sink as softmax_type='learnable'",
+    ),
+    Feature(
+        "paged KV cache",
+        {"page_table": (PASSED, None)},
+        (),
+        # Paged KV is TE's `inference_params` (an InferenceParams object with a page table);
+        # the scenario vocabulary has no KV-cache input, so the harness cannot build one.
+        "the scenario vocabulary has no KV-cache (inference_params) input",
+    ),
+    Feature(
+        "mask_mod",
+        {"mask_mod": (PASSED, None)},
+        (),
+        "the scenario vocabulary has no mask_mod input",
+    ),
+    Feature(
+        "block sparsity",
+        {"block_sparse_tensors": (PASSED, None), "use_block_sparsity": (True, False)},
+        (),
+        "the scenario vocabulary has no block-sparsity input",
+    ),
+    Feature(
+        "qv (absorbed MLA)",
+        {"qv": (PASSED, None)},
+        (),
+        "the scenario vocabulary has no qv input",
+    ),
+    Feature(
+        "gathered KV (sparse MLA)",
+        {"gather_kv_indices": (PASSED, None)},
+        (),
+        "the scenario vocabulary has no gather_kv_indices input",
     ),
     Feature(
         "FP8 inputs",
