@@ -15,6 +15,10 @@ holds, and each `**dict` to the keys the calling function writes into it. A dict
 elsewhere (context parallelism passes `fa_forward_kwargs` down to helpers, and `**get_fa_args(...)`)
 may carry any key the file writes into a dictionary outside another backend's branch: an
 over-approximation, so that "never passed" is only said where no such key exists.
+
+The calls of every backend are read; flash-attn-4's side asks its refusals through them
+(`lint_plugin.mine.cute.reach`). The C++ side does not yet: what it leaves unmapped (flash-attn
+2's FP16/BF16 checks) turns on TE inputs that TE does pass.
 """
 
 from __future__ import annotations

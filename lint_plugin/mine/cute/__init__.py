@@ -1,8 +1,9 @@
 """The miner's CuTe side: flash-attn-4's Python sources, read with `ast`.
 
 `kernel` finds the sources (a released wheel in the cache, or a directory), `extract` the
-architecture-conditioned `assert`s and `raise`s in each module, `features` says which kernel
-variables carry which selector feature, and `cases` states each refusal in selector inputs.
+architecture-conditioned `assert`s and `raise`s in each module, `reach` which parameters TE's
+calls fix, `features` says which kernel variables carry which selector feature, and `cases`
+states each refusal in selector inputs, or why it is unreachable through TE or kernel-internal.
 `mine` runs them over every module.
 """
 
