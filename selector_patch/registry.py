@@ -157,8 +157,8 @@ class Hazard:
                 continue  # chosen by witness_shapes, which set both head dims
             if condition.op == "==":
                 values[condition.input] = condition.value
-            elif condition.op == ">" and condition.input == "attention_dropout":
-                values[condition.input] = round(condition.value + 0.1, 6)
+            elif condition.op == ">" and isinstance(condition.value, float):
+                values[condition.input] = round(condition.value + 0.1, 6)  # dropout, softcap
             elif condition.op == ">" and isinstance(condition.value, int):
                 values[condition.input] = condition.value + 1  # e.g. num_splits > 1
             elif condition.op == "<" and isinstance(condition.value, int):

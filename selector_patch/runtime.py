@@ -45,7 +45,7 @@ from selector_patch.bytecode import names_constant
 from selector_patch.config import load_config
 from selector_patch.registry import PACKAGE_FIELD, Hazard
 from selector_patch.roles import ROLES
-from selector_patch.scenario import OPTIONAL_FEATURES, Scenario
+from selector_patch.scenario import HELD_AS_IS, OPTIONAL_FEATURES, Scenario
 
 SELECTOR = "get_attention_backend"
 PARAMS = "AttentionParams"
@@ -109,7 +109,11 @@ def trigger_scenario(module: types.ModuleType, params: Any) -> Scenario:
         attention_dropout=float(params.attention_dropout),
         head_dim_qk=head_dim_qk,
         head_dim_v=head_dim_v,
-        **{name: getattr(params, name) for name in OPTIONAL_FEATURES if name in fields},
+        **{
+            name: getattr(params, name)
+            for name in OPTIONAL_FEATURES
+            if name in fields and name in HELD_AS_IS
+        },
         **{field: installed_version(module, role) for role, field in PACKAGE_FIELD.items()},
     )
 

@@ -1,10 +1,12 @@
 """One concrete call of TE's attention selector, in words that do not depend on the TE release.
 
 A `Scenario` is what a user of `DotProductAttention` controls (mode, determinism, dropout, head
-dimensions, `NVTE_*` variables) plus what the machine answers (compute capability, cuDNN, the
-installed flash-attn packages; cuDNN's fused-backend answer is TE's own C++'s unless overridden). The harness turns it into the
-`AttentionParams` of a given release; the analyzer binds the same facts to the selector's
-names; the codemod's self-check and the runtime patch reuse the very same objects. One
+dimensions, every further input TE's selector reads in any release: dtype and FP8 recipe, layout,
+mask and window, bias and ALiBi, KV cache, context parallelism, softcap, ..., and the `NVTE_*`
+variables) plus what the machine answers (compute capability, cuDNN, the installed flash-attn
+packages; cuDNN's fused-backend answer is TE's own C++'s unless overridden). The harness turns it
+into the `AttentionParams` of a given release; the analyzer binds the same facts to the
+selector's names; the codemod's self-check and the runtime patch reuse the very same objects. One
 vocabulary keeps those three judges comparable.
 """
 
@@ -13,23 +15,83 @@ from __future__ import annotations
 import dataclasses
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Mapping
 
+#: Optional features, each with the `AttentionParams` fields that carry it to the selector: a
+#: plain call leaves them at the `Scenario` defaults (as `DotProductAttention` does without
+#: them), and the filter-coverage rules keep them there (a split-KV filter is not a
+#: compute-capability filter of the plain call). A release declaring none of an input's fields
+#: cannot express a value other than its default. Kernel refusals found by the miner are keyed
+#: on them.
+FEATURE_FIELDS: dict[str, tuple[str, ...]] = {
+    "num_splits": ("num_splits",),
+    "has_score_mod": ("has_score_mod",),
+    "softmax_type": ("softmax_type",),
+    "qkv_type": ("qkv_type",),
+    "qkv_dtype": ("qkv_dtype",),
+    "nominal_dtype": ("nominal_dtype",),
+    "num_tokens_q": ("num_tokens_q",),
+    "num_tokens_kv": ("num_tokens_kv",),
+    "window_size": ("window_size",),
+    "bottom_right_diagonal": ("bottom_right_diagonal",),
+    "softcap": ("softcap",),
+    "alibi_slopes_shape": ("alibi_slopes_shape",),
+    "core_attention_bias_type": ("core_attention_bias_type",),
+    "core_attention_bias_shape": ("core_attention_bias_shape",),
+    "core_attention_bias_requires_grad": ("core_attention_bias_requires_grad",),
+    "pad_between_seqs": ("pad_between_seqs",),
+    "cp_size": ("cp_size", "context_parallel"),
+    "cp_size_a2a": ("cp_size_a2a",),
+    "cp_comm_type": ("cp_comm_type",),
+    "fp8_recipe": ("fp8_meta",),
+    "fp8_dpa": ("fp8_meta",),
+    "fp8_mha": ("fp8_meta",),
+    "kv_cache": ("inference_params",),
+    "kv_page_size": ("inference_params",),
+    "return_max_logit": ("return_max_logit",),
+    "cuda_graph": ("cuda_graph",),
+    "softmax_scale": ("softmax_scale",),
+    "fp8_output": ("fp8_output",),
+    "checkpoint_core_attention": ("checkpoint_core_attention",),
+    "has_score_mod_bprop": ("has_score_mod_bprop",),
+}
+#: Optional features the selector reads from its module, not its `AttentionParams`:
+#: `is_in_onnx_export_mode()` (TE 1.13, 2.18+), which the virtual device answers.
+MODULE_FEATURES = ("onnx_export",)
+OPTIONAL_FEATURES = (*FEATURE_FIELDS, *MODULE_FEATURES)
+#: Inputs the selector reads as they are, from the `AttentionParams` field of the same name
+#: (the analysis binds a scenario's value to it). The others are built into TE's objects (a
+#: dtype, a recipe, an `InferenceParams`, a bias shape of the release's kind) or derived as
+#: `DotProductAttention` derives them (the window from the mask).
+HELD_AS_IS = (
+    "num_heads", "num_gqa_groups", "batch_size", "max_seqlen_q", "max_seqlen_kv", "qkv_layout",
+    "attn_mask_type", "num_splits", "has_score_mod", "softmax_type", "num_tokens_q",
+    "num_tokens_kv", "softcap", "core_attention_bias_type", "core_attention_bias_requires_grad",
+    "pad_between_seqs", "cp_size_a2a", "cp_comm_type", "return_max_logit", "cuda_graph",
+    "fp8_output", "checkpoint_core_attention", "has_score_mod_bprop",
+)  # fmt: skip
+#: Inputs of the user's request that are no optional feature (the plain call's own).
+_REQUEST_INPUTS = (
+    "deterministic", "training", "backward", "attention_dropout", "head_dim_qk", "head_dim_v",
+    "batch_size", "num_heads", "num_gqa_groups", "max_seqlen_q", "max_seqlen_kv", "qkv_layout",
+    "attn_mask_type",
+)  # fmt: skip
 #: Inputs a hazard trigger may talk about, and how each is read off a scenario.
 INPUTS: dict[str, Callable[["Scenario"], Any]] = {
-    "deterministic": lambda s: s.deterministic,
-    "training": lambda s: s.training,
-    "backward": lambda s: s.backward,
-    "attention_dropout": lambda s: s.attention_dropout,
+    **{name: operator.attrgetter(name) for name in (*_REQUEST_INPUTS, *OPTIONAL_FEATURES)},
     "padded_head_dim": lambda s: s.padded_head_dim,
-    "num_splits": lambda s: s.num_splits,
-    "has_score_mod": lambda s: s.has_score_mod,
-    "softmax_type": lambda s: s.softmax_type,
 }
-#: Inputs of optional features: a plain call leaves them at the `Scenario` defaults, and the
-#: filter-coverage rules keep them there (a split-KV filter is not a compute-capability filter
-#: of the plain call). Kernel refusals found by the miner are keyed on them.
-OPTIONAL_FEATURES = ("num_splits", "has_score_mod", "softmax_type")
+#: Inputs holding a torch dtype, kept by its name (`"float8_e4m3fn"`) so that a scenario stays
+#: plain data; TE's own `torch.float16` is accepted and stored by its name.
+DTYPE_INPUTS = ("qkv_dtype", "nominal_dtype")
+#: Inputs holding a tuple (a window, a shape), which a JSON list also gives.
+TUPLE_INPUTS = ("window_size", "alibi_slopes_shape", "core_attention_bias_shape")
+
+
+def expressible(name: str, fields: Collection[str]) -> bool:
+    """Whether a release declaring `fields` can be asked for `name` at a non-default value."""
+    return name not in FEATURE_FIELDS or any(field in fields for field in FEATURE_FIELDS[name])
+
 
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq,
@@ -97,12 +159,67 @@ class Scenario:
     max_seqlen_kv: int = 128
     qkv_layout: str = "bshd_bshd_bshd"
     attn_mask_type: str = "causal"
-    # optional features (`OPTIONAL_FEATURES`), off by default
+    # optional features (`OPTIONAL_FEATURES`), at what a call without them passes
     num_splits: int = 1
     has_score_mod: bool = False
     softmax_type: str = "vanilla"
+    #: The q/k/v tensors' class, as the selector's module names it (`"Float8Tensor"`).
+    qkv_type: str = "torch.Tensor"
+    #: The q/k/v dtype by its torch name, FP8 (`"float8_e4m3fn"`, `"float8_e5m2"`) included.
+    qkv_dtype: str = "bfloat16"
+    #: The model precision of FP8 q/k/v (TE 2.20+); None: not given.
+    nominal_dtype: str | None = None
+    #: Total query / key-value tokens of a THD batch (TE 2.20+); 0 outside THD, as TE passes.
+    num_tokens_q: int = 0
+    num_tokens_kv: int = 0
+    #: The module's sliding window; None: the mask's own (`check_set_window_size`).
+    window_size: tuple[int, int] | None = None
+    #: The module's diagonal alignment (TE 2.12+); None: the mask's own, as TE resolves it.
+    bottom_right_diagonal: bool | None = None
+    softcap: float = 0.0
+    #: The shape of the ALiBi slopes tensor (`(num_heads,)` or `(batch, num_heads)`).
+    alibi_slopes_shape: tuple[int, ...] | None = None
+    core_attention_bias_type: str = "no_bias"
+    #: The bias's shape by name (`"1hss"`, `"bhss"`, `"b1ss"`, `"11ss"`, `"111s"`); built into
+    #: the tensor's shape tuple where the release takes that (TE 2.20+). A tuple is passed on.
+    core_attention_bias_shape: str | tuple[int, ...] | None = None
+    core_attention_bias_requires_grad: bool = False
+    pad_between_seqs: bool = False
+    #: The context-parallel group size; above 1 the call is context-parallel.
+    cp_size: int = 1
+    cp_size_a2a: int = 1
+    cp_comm_type: str = "p2p"
+    #: The FP8 recipe class of the enclosing autocast, by name (`"DelayedScaling"`,
+    #: `"Float8CurrentScaling"`, `"MXFP8BlockScaling"`, ...); None: no FP8 autocast.
+    fp8_recipe: str | None = None
+    #: The recipe's `fp8_dpa` / `fp8_mha` options (TE's defaults: off).
+    fp8_dpa: bool = False
+    fp8_mha: bool = False
+    #: A KV cache for inference (`"non_paged"` or `"paged"`); None: no `inference_params`.
+    kv_cache: str | None = None
+    #: Tokens per page of a paged KV cache.
+    kv_page_size: int = 64
+    return_max_logit: bool = False
+    cuda_graph: bool = False
+    #: None: `1/sqrt(head_dim_qk)`, `DotProductAttention`'s default.
+    softmax_scale: float | None = None
+    fp8_output: bool = False
+    checkpoint_core_attention: bool = False
+    has_score_mod_bprop: bool = False
+    #: Whether the call runs inside an ONNX export (`MODULE_FEATURES`).
+    onnx_export: bool = False
     #: `NVTE_*` variables set for this call, as sorted (name, value) pairs.
     env: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        for name in DTYPE_INPUTS:
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                object.__setattr__(self, name, str(value).removeprefix("torch."))
+        for name in TUPLE_INPUTS:
+            value = getattr(self, name)
+            if isinstance(value, list):
+                object.__setattr__(self, name, tuple(value))
 
     @property
     def padded_head_dim(self) -> int:

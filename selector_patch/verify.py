@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 from selector_patch.harness import LoadedSelector, Selection, Unrepresentable
 from selector_patch.registry import HAZARDS, Hazard
-from selector_patch.scenario import OPTIONAL_FEATURES, Scenario
+from selector_patch.scenario import Scenario, expressible
 
 
 @dataclass
@@ -92,8 +92,8 @@ class HazardReport:
 def applicable(selector: LoadedSelector, hazard: Hazard) -> bool:
     """Whether the selector's source names one of the hazard backend's flags, and its
     `AttentionParams` can ask for every optional feature the hazard triggers on."""
-    features = {c.input for c in hazard.triggers if c.input in OPTIONAL_FEATURES}
-    return features <= set(selector.params_fields) and any(
+    fields = selector.params_fields
+    return all(expressible(c.input, fields) for c in hazard.triggers) and any(
         re.search(rf"\b{re.escape(flag)}\b", selector.text) for flag in hazard.role.flags
     )
 

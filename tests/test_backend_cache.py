@@ -74,9 +74,7 @@ def two_calls(selector, source_path: Path) -> tuple:
     picked = []
     with selector.pinned(CALL) as module:
         namespace["dpa_utils"] = module
-        kwargs = attention_params_kwargs(
-            CALL, selector.params_fields, module.__dict__.get("check_set_window_size")
-        )
+        kwargs = attention_params_kwargs(CALL, selector.params_fields, module.__dict__)
         for grad in (False, True):
             with torch.set_grad_enabled(grad):
                 params = module.AttentionParams(**kwargs)

@@ -132,12 +132,11 @@ def plain_call(selector: LoadedSelector, function: ast.FunctionDef, hazard: Haza
         for field in dataclasses.fields(namespace["AttentionParams"])
         if field.default is not dataclasses.MISSING
     }
-    window = namespace.get("check_set_window_size")
     calls = []
     for witness in hazard.witnesses():
         with contextlib.suppress(Unrepresentable):
             calls.append(
-                {**defaults, **attention_params_kwargs(witness, selector.params_fields, window)}
+                {**defaults, **attention_params_kwargs(witness, selector.params_fields, namespace)}
             )
     params = {
         name: const(value, frozenset((name,)))

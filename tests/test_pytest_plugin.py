@@ -40,7 +40,7 @@ SEED_000 = dict(
     NVTE_FLASH_ATTN_V3="0",
     NVTE_FUSED_ATTN="0",
 )
-FIELDS = ("is_training", "requires_backward", "head_dim", "qkv_dtype", "window_size")
+FIELDS = ("is_training", "requires_backward", "head_dim", "qkv_dtype", "window_size", "fp8")
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +59,7 @@ def test_te_words_become_a_scenario_and_extra_fields() -> None:
             "NVTE_FUSED_ATTN": 0,
             "env": {"NVTE_FLASH_ATTN": "1"},
             "qkv_dtype": torch.float16,
+            "fp8": True,
         },
         FIELDS,
     )
@@ -68,9 +69,10 @@ def test_te_words_become_a_scenario_and_extra_fields() -> None:
         backward=False,
         head_dim_qk=192,
         head_dim_v=256,
+        qkv_dtype="float16",
         env=(("NVTE_FLASH_ATTN", "1"), ("NVTE_FUSED_ATTN", "0")),
     )
-    assert params == {"qkv_dtype": torch.float16}
+    assert params == {"fp8": True}
 
 
 @pytest.mark.parametrize(
@@ -146,11 +148,12 @@ def test_select_answers_in_te_words(te) -> None:
 
 
 def test_any_attention_params_field_reaches_te(te) -> None:
-    """`qkv_dtype` is no `Scenario` field: TE's own dtype filter answers it."""
+    """`qkv_dtype` given as TE's own dtype is the vocabulary's input, held by its name; TE's
+    own dtype filter answers it."""
     result = te.select(**SEED_000, qkv_dtype=torch.float32)
     assert result.backend == "UnfusedDotProductAttention"
     assert any("torch.float32" in line for line in result.log if line.startswith("Disabling"))
-    assert "qkv_dtype=torch.float32" in str(result)
+    assert "qkv_dtype='float32'" in str(result)
     with pytest.raises(TypeError, match="unknown input 'requires_grad_mode'"):
         te.select(requires_grad_mode=True)
 

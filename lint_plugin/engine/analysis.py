@@ -59,7 +59,7 @@ from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
 from lint_plugin.engine.program import Program, function_index
 from lint_plugin.engine.slicing import Slice
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
-from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Scenario
+from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Scenario, expressible
 
 #: No facts beyond a witness's own.
 NOTHING = Facts()
@@ -535,7 +535,7 @@ def _analyze_function(
     absent = [
         condition.input
         for condition in hazard.triggers
-        if condition.input in OPTIONAL_FEATURES and condition.input not in dialect.param_fields
+        if not expressible(condition.input, dialect.param_fields)
     ]
     if absent:
         return HazardVerdict(

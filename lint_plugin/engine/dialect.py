@@ -35,7 +35,7 @@ from lint_plugin.engine.program import (
 )
 from selector_patch.config import DEFAULT_SELECTOR_FUNCTIONS
 from selector_patch.roles import ROLES
-from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Condition, Scenario
+from selector_patch.scenario import HELD_AS_IS, INPUTS, OPTIONAL_FEATURES, Condition, Scenario
 
 #: Default names of the functions that select a backend (`selector-functions` in the config).
 SELECTOR_FUNCTIONS = DEFAULT_SELECTOR_FUNCTIONS
@@ -168,13 +168,14 @@ class Dialect:
         return argument.arg if argument else None
 
     def _scalar_inputs(self) -> dict[str, str]:
-        """Registry inputs read straight from one `AttentionParams` field of the same name."""
+        """Registry inputs read straight from one `AttentionParams` field (`HELD_AS_IS`: the
+        field of the same name). Inputs built into TE's objects (a dtype, a recipe) are not."""
         return {
             "deterministic": "deterministic",
             "training": "is_training",
             "backward": BACKWARD_FIELD,
             "attention_dropout": "attention_dropout",
-            **{name: name for name in OPTIONAL_FEATURES},
+            **{name: name for name in HELD_AS_IS},
         }
 
     def input_expression(self, name: str) -> str:
@@ -207,10 +208,11 @@ class Dialect:
             if self.head_dim_fields == ("head_dim",):
                 return {"head_dim": scenario.padded_head_dim}
             return {"head_dim_qk": scenario.head_dim_qk, "head_dim_v": scenario.head_dim_v}
-        field = self._scalar_inputs()[name]
+        field = self._scalar_inputs().get(name)
         if field not in self.param_fields:
-            # Not an input of this selector (TE before 1.9 takes no `is_training`); for the
-            # backward, autograd's own answer (`GRAD_MODE_QUERY`) is all there is to bind.
+            # Not an input of this selector (TE before 1.9 takes no `is_training`), or one
+            # TE holds as an object; for the backward, autograd's own answer
+            # (`GRAD_MODE_QUERY`) is all there is to bind.
             return {}
         return {field: INPUTS[name](scenario)}
 
@@ -219,7 +221,7 @@ class Dialect:
         gets from the codemod's signal; `is_training` only where it takes it)."""
         if name in ("padded_head_dim", "backward"):
             return True
-        return self._scalar_inputs()[name] in self.param_fields
+        return self._scalar_inputs().get(name) in self.param_fields
 
     def input_fields(self) -> frozenset[str]:
         """`AttentionParams` fields a `Scenario` describes, optional features excepted.

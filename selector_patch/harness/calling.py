@@ -16,9 +16,8 @@ import dataclasses
 import inspect
 from typing import Any, Callable, Mapping
 
-from selector_patch.harness.params import field_names
+from selector_patch.harness.params import PARAMS, field_names
 
-PARAMS = "AttentionParams"
 _KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 

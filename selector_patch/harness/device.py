@@ -100,15 +100,17 @@ def _normalized(distribution: str) -> str:
 
 
 class VirtualDevice:
-    """The machine currently pinned, and the fused answer's override if the scenario gives one
-    (None: TE's C++ answers); read live by every stand-in below."""
+    """The machine currently pinned, the fused answer's override if the scenario gives one
+    (None: TE's C++ answers), and whether the call runs in an ONNX export; read live by every
+    stand-in below."""
 
     def __init__(self, machine: Machine, fused_backend: str | None = None) -> None:
         self.pin(machine, fused_backend)
 
-    def pin(self, machine: Machine, fused_backend: str | None) -> None:
+    def pin(self, machine: Machine, fused_backend: str | None, onnx_export: bool = False) -> None:
         self.machine = machine
         self.fused_backend = fused_backend
+        self.onnx_export = onnx_export
 
     # TE's helpers that ask the machine and the process
     def get_device_compute_capability(self) -> tuple[int, int]:
@@ -117,9 +119,8 @@ class VirtualDevice:
     def get_cudnn_version(self) -> tuple[int, int, int]:
         return self.machine.cudnn_version
 
-    @staticmethod
-    def is_in_onnx_export_mode() -> bool:
-        return False  # the virtual device runs eager PyTorch, never an ONNX export
+    def is_in_onnx_export_mode(self) -> bool:
+        return self.onnx_export  # the scenario's `onnx_export`: TE's selector reads it
 
     def queries(self) -> dict[str, object]:
         """TE helper functions answered by this device, by name (wherever TE defines them)."""

@@ -24,6 +24,7 @@ body runs (`dataclasses` looks the defining module up there), then removed.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import itertools
 import sys
@@ -36,10 +37,24 @@ from selector_patch.harness.opaque import OpaqueModule
 TE_PACKAGE = "transformer_engine"
 EXTENSION = "transformer_engine_torch"
 #: TE modules run from source: they map TE's names to the extension's enum members
-#: (`FusedAttnBackend`, the layout / mask / bias / softmax dicts, `TE_DType`).
+#: (`FusedAttnBackend`, the layout / mask / bias / softmax dicts, `TE_DType`), or define the FP8
+#: recipes whose methods the selector calls (see `recipes`).
 EXECUTED_MODULES = frozenset(
-    {"transformer_engine.pytorch.cpp_extensions.fused_attn", "transformer_engine.pytorch.constants"}
+    {
+        "transformer_engine.pytorch.cpp_extensions.fused_attn",
+        "transformer_engine.pytorch.constants",
+        "transformer_engine.common.recipe",
+    }
 )
+
+#: TE functions the selector calls that compute from their arguments alone, run from the tree's
+#: source while the rest of their (heavy) module stays opaque: TE 2.20's `cp_per_step_configs`,
+#: the context-parallel steps its fused-attention query is asked for.
+EXECUTED_FUNCTIONS = {
+    "transformer_engine.pytorch.attention.dot_product_attention.context_parallel": (
+        "cp_per_step_configs",
+    ),
+}
 
 _private_names = (f"_te_attn_guards_module_{n}" for n in itertools.count())
 
@@ -108,6 +123,7 @@ class PrivateImports:
         module = self._execute(name) if name in EXECUTED_MODULES else None
         if module is None:
             module = OpaqueModule(name, self.answers)
+            self._define(module, name, EXECUTED_FUNCTIONS.get(name, ()))
         self.modules[name] = module
         if parent is not None:
             setattr(parent, leaf, module)
@@ -131,6 +147,22 @@ class PrivateImports:
 
     def _in_tree(self, name: str) -> bool:
         return self._source_path(name) is not None
+
+    def _define(self, module: types.ModuleType, name: str, functions: tuple[str, ...]) -> None:
+        """Run just the definitions of `functions` from the module's source, onto `module`."""
+        path = self._source_path(name) if functions else None
+        if path is None:
+            return
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        kept = [
+            node
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name in functions
+        ]
+        namespace = {"__builtins__": self.builtins, "__name__": name}
+        exec(compile(ast.Module(body=kept, type_ignores=[]), str(path), "exec"), namespace)
+        for function in kept:
+            setattr(module, function.name, namespace[function.name])
 
     def _execute(self, name: str) -> types.ModuleType | None:
         path = self._source_path(name)

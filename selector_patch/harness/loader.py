@@ -54,6 +54,7 @@ from selector_patch.harness.kernels import kernel_module
 from selector_patch.harness.logs import LoggingView, LogSink, WarningsView
 from selector_patch.harness.opaque import OpaqueModule
 from selector_patch.harness.params import attention_params_kwargs
+from selector_patch.harness.recipes import PYDANTIC_DATACLASSES, fp8_te_dtype
 from selector_patch.harness.pinning import ModuleState, pins_packages
 from selector_patch.harness.returns import return_layout
 from selector_patch.harness.selection import Selection, UnreadableResult, interpret
@@ -120,12 +121,18 @@ class LoadedSelector:
         self._sink = LogSink()
         default = Scenario()
         self._device = VirtualDevice(Machine.of(default))
-        answers = self._device.queries()
+        answers = {
+            **self._device.queries(),
+            "get_fp8_te_dtype": lambda *args, **kwargs: fp8_te_dtype(
+                self._imports.modules[EXTENSION].DType, *args, **kwargs
+            ),
+        }
         self._imports = PrivateImports(
             source.root,
             views={
                 "torch": TorchView(self._device),
                 "os": scoped_env.OS_VIEW,
+                "pydantic.dataclasses": PYDANTIC_DATACLASSES,
                 "logging": LoggingView(self._sink),
                 "warnings": WarningsView(self._sink),
                 "importlib.metadata": MetadataView(self._device),
@@ -160,9 +167,7 @@ class LoadedSelector:
         `params` sets further `AttentionParams` fields by name (see `attention_params_kwargs`).
         """
         with self.pinned(scenario) as module:
-            kwargs = attention_params_kwargs(
-                scenario, self.params_fields, module.__dict__.get("check_set_window_size"), params
-            )
+            kwargs = attention_params_kwargs(scenario, self.params_fields, module.__dict__, params)
             return self._run(module.__dict__, kwargs, scenario)
 
     def installed(self, role: str, scenario: Scenario) -> bool | None:
@@ -194,7 +199,7 @@ class LoadedSelector:
         ):
             machine = Machine.of(scenario)
             imported = self._import_on(machine) if self._per_machine else self._default
-            self._device.pin(machine, scenario.fused_backend)
+            self._device.pin(machine, scenario.fused_backend, scenario.onnx_export)
             imported.state.reset(machine, machine.flash_attn)
             self._sink.take()
             yield imported.module

@@ -42,7 +42,7 @@ from selector_patch.snapshot.values import (
     ordered,
     ordered_values,
 )
-from selector_patch.testing.inputs import ALIASES, ENV_PREFIX, HEAD_DIM, JOINT, SCENARIO_FIELDS
+from selector_patch.testing.inputs import ALIASES, ENV_PREFIX, JOINT, SCENARIO_FIELDS
 
 if TYPE_CHECKING:
     from selector_patch.harness import LoadedSelector
@@ -294,24 +294,22 @@ def _named_default(default: Any, compared: Sequence[Comparison], namespace: dict
 
 
 def _defaults(loaded: "LoadedSelector") -> dict[str, Any]:
-    """Each keyword's value in the plain call, as `DotProductAttention` builds it."""
+    """Each keyword's value in the plain call, as `DotProductAttention` builds it: the field's
+    value as passed where the harness passes one (`torch.bfloat16`, in the same terms as the
+    values the selector compares it with), else the scenario's, else the declared default."""
     from selector_patch.harness.params import attention_params_kwargs
 
     namespace = loaded.module.__dict__
     default = Scenario()
-    built = attention_params_kwargs(
-        default, loaded.params_fields, namespace.get("check_set_window_size")
-    )
+    built = attention_params_kwargs(default, loaded.params_fields, namespace)
     declared = _declared_defaults(namespace)
     values: dict[str, Any] = {}
     for field in loaded.params_fields:
         keyword = ALIASES.get(field, field)
-        if keyword in SCENARIO_FIELDS:
-            values[keyword] = getattr(default, keyword)
-        elif keyword == HEAD_DIM:
-            values[keyword] = default.head_dim_qk
-        elif field in built:
+        if field in built:
             values[keyword] = built[field]
+        elif keyword in SCENARIO_FIELDS:
+            values[keyword] = getattr(default, keyword)
         else:
             values[keyword] = declared.get(field)
     for keyword in ("compute_capability", "cudnn_version", *PACKAGE_FIELD.values()):

@@ -9,8 +9,9 @@ variables and installed packages, not in this project's `Scenario`. `request_of`
 - TE's spellings of the same facts: `is_training` (training), `requires_backward` (backward),
   `head_dim` (both head dims; `head_dim_qk` / `head_dim_v` given beside it win);
 - `NVTE_*` variables as keywords (`NVTE_FUSED_ATTN="0"`) or in `env={...}`;
-- any other field of the release's `AttentionParams` (`qkv_dtype`, `window_size`, `fp8`, ...),
-  passed to the dataclass as given.
+- any other field of the release's `AttentionParams` that is no `Scenario` field (`fp8`,
+  `fp8_meta`, `inference_params`, `context_parallel`), passed to the dataclass as given, over
+  what the harness builds from the scenario.
 
 `keyword_inputs` is the inverse, used to write cases down (hazard cases, emitted test modules):
 `request_of(keyword_inputs(s), ...) == (s, {})` for every scenario.
