@@ -212,6 +212,45 @@ def test_a_reassigned_parameter_is_not_fixed():
     assert case.standing == UNMAPPED
 
 
+AUTOGRAD_GATE = """
+def flash_attn_func(q, k, v, return_lse=False):
+    return FlashAttnFunc.apply(q, k, v, return_lse)
+
+
+class FlashAttnFunc:
+    @staticmethod
+    def forward(ctx, q, k, v, return_lse):
+        ctx.return_lse = return_lse
+        return q
+
+    @staticmethod
+    def backward(ctx, dout, dlse):
+        if not ctx.return_lse:
+            dlse = None
+        return _flash_attn_bwd(dout, dlse=dlse)
+
+
+def _flash_attn_bwd(dout, dlse=None):
+    arch = _get_device_arch()
+    if arch // 10 == 10:
+        assert dlse is None, "no dlse on SM100"
+"""
+
+
+def test_a_gradient_the_backward_drops_under_a_ctx_flag_te_leaves_off_is_none():
+    """`dlse` comes from autograd, not from TE; the backward drops it unless the forward was
+    asked for the LSE, which TE never asks for."""
+    (case,) = mined(AUTOGRAD_GATE)["no dlse on SM100"]
+    assert case.standing == UNREACHABLE
+    assert case.unmapped.startswith(
+        "`dlse` is None (backward sets it to None: `ctx.return_lse` holds `return_lse`, which is"
+        " False (TE never passes it))"
+    )
+    asking = KernelCall(**{**TE_CALL.__dict__, "keywords": {"return_lse": ast.Name("lse")}})
+    (case,) = mined(AUTOGRAD_GATE, calls=(asking,))["no dlse on SM100"]
+    assert case.standing == UNMAPPED
+
+
 def test_single_assignment_locals_are_followed_to_the_parameters():
     body = """
     def _flash_attn_fwd(arch, num_splits):
@@ -253,11 +292,11 @@ def test_a_test_in_a_module_te_never_enters_is_kernel_internal():
 
 #: Counts per class on the real releases (`--json`'s `counts`).
 RELEASE_COUNTS = [
-    (["--flash-attn-4", "4.0.0b36"], "2.20.2", (3, 7, 14, 5, 4)),
-    (["--flash-attn-4", "4.0.0b24"], "2.20.2", (4, 7, 16, 5, 5)),
-    (["--flash-attn-4", "4.0.0b36"], "2.18.0", (4, 6, 13, 5, 5)),
-    (["--flash-attn-4", "4.0.0b24"], "2.18.0", (5, 6, 17, 5, 4)),
-    (["--flash-attn", "2.8.3"], "2.20.2", (1, 8, 0, 0, 4)),
+    (["--flash-attn-4", "4.0.0b36"], "2.20.2", (3, 11, 14, 5, 1)),
+    (["--flash-attn-4", "4.0.0b24"], "2.20.2", (6, 11, 16, 5, 0)),
+    (["--flash-attn-4", "4.0.0b36"], "2.18.0", (4, 10, 14, 5, 1)),
+    (["--flash-attn-4", "4.0.0b24"], "2.18.0", (5, 10, 18, 5, 0)),
+    (["--flash-attn", "2.8.3"], "2.20.2", (1, 12, 0, 0, 0)),
 ]
 
 

@@ -113,6 +113,11 @@ class _Unreachable(Exception):
     """Raised by an expression whose evaluation never completes (a helper that always raises)."""
 
 
+#: A `Facts.calls` answer for a call known to raise (a kernel's validator refusing the
+#: witness): the statement making it does not complete, and an enclosing `try` takes over.
+RAISES = unknown()
+
+
 @dataclass(frozen=True)
 class LocalFunction:
     """The `const` of a name bound to a helper defined inside the selector."""
@@ -249,7 +254,7 @@ class Interpreter:
                 snapshot = state.copy()
                 for sink in frame.sinks:
                     sink.append(snapshot)
-            if relevant is not None and not relevant.needed(stmt):
+            if relevant is not None and not relevant.needed(stmt) and not self._raises(stmt):
                 continue
             self.statements += 1
             if self.statements > STATEMENT_BUDGET:
@@ -263,6 +268,15 @@ class Interpreter:
             except _Unreachable:
                 state = None
         return state
+
+    def _raises(self, stmt: ast.stmt) -> bool:
+        """Whether `stmt` is a call `Facts.calls` says raises (`RAISES`): the slice skips a call
+        that writes nothing the flag reads, but its exception decides where control goes."""
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            return False
+        callee = stmt.value.func
+        name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", None)
+        return self.facts.calls.get(name) is RAISES
 
     def _opaque(self, stmt: ast.stmt, state: State) -> State:
         """A statement the interpreter does not model: whatever it binds becomes unknown."""
@@ -817,6 +831,8 @@ class Interpreter:
         else:
             name = None
         fact = self.facts.calls.get(name) if name is not None else None
+        if fact is RAISES:
+            raise _Unreachable
         if fact is not None:
             return fact
         expanded = self._expanded(node, state)

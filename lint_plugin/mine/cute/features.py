@@ -98,6 +98,17 @@ FEATURES: tuple[Feature, ...] = (
         "TE exposes the learnable sink as softmax_type='learnable'",
     ),
     Feature(
+        "per-sequence lengths (seqused)",
+        {"seqused_q": (PASSED, None), "seqused_k": (PASSED, None)},
+        (
+            Condition("qkv_layout", "==", "thd_thd_thd"),
+            Condition("pad_between_seqs", "==", True),
+        ),
+        # TE 2.20+ pass `seqused_q`/`seqused_k` (the unpadded lengths) to FA4's varlen entry
+        # point for THD inputs with `pad_between_seqs` (backends.py, the FA4 call).
+        "TE passes seqused_q/seqused_k to FA4 for THD inputs with pad_between_seqs",
+    ),
+    Feature(
         "paged KV cache",
         {"page_table": (PASSED, None)},
         (),
@@ -132,8 +143,24 @@ FEATURES: tuple[Feature, ...] = (
     Feature(
         "FP8 inputs",
         {"is_fp8": (True, False)},
-        (),
-        # FP8 attention is `fp8` plus a recipe in `fp8_meta`; the scenario vocabulary is BF16.
-        "the scenario vocabulary has no FP8 (fp8, fp8_meta recipe) input",
+        (Condition("qkv_dtype", "==", "float8_e4m3fn"),),
+        # FA4 derives `is_fp8` from `v.dtype`; TE passes its q/k/v as they are, of
+        # `AttentionParams.qkv_dtype` (FP8 attention: `fp8_dpa` with an FP8 recipe).
+        "TE passes FP8 q/k/v (qkv_dtype float8_e4m3fn) to FA4 as they are",
     ),
 )
+
+#: Kernel variables holding the head dims (q/k, v): not a feature turned on or off, but a
+#: dimension each refusal reading them is judged along (`lint_plugin.mine.head_dims`).
+HEAD_DIM_VARIABLES = ("head_dim", "head_dim_v")
+#: Bytes per element of the plain call's dtype (`qkv_dtype` bfloat16): FA4 derives its head-dim
+#: `alignment = 16 // v.element_size()` from it.
+PLAIN_ELEMENT_SIZE = 2
+
+
+def head_dim_bindings(head_dim: int) -> dict[str, Any]:
+    """Kernel variables for a call with q/k and v of one head dim, in the plain call's dtype."""
+    return {
+        **{name: head_dim for name in HEAD_DIM_VARIABLES},
+        "alignment": 16 // PLAIN_ELEMENT_SIZE,
+    }

@@ -10,7 +10,9 @@ default where TE passes nothing, or the function's own default where the entry p
 has no such parameter (a wrapper cannot forward what it does not take). Where all of these are
 one constant, the parameter is fixed to it: `mask_mod` is None, `softcap` 0.0. An autograd
 `backward` sees what its `forward` saved: `q, k, v, qv, ... = ctx.saved_tensors` holds the
-forwarded `qv`.
+forwarded `qv`, and a gradient it drops under a `ctx` flag (`if not ctx.return_lse: dlse = None`,
+the forward having set `ctx.return_lse = return_lse`) is None where TE's calls leave that flag's
+parameter falsy: `_flash_attn_bwd`'s `dlse` when TE never passes `return_lse`.
 
 That is an assumption about the wrappers, and it is where this reading stops: a wrapper that
 rebinds a parameter before passing it on is not followed (4.0.0b36's `FlashAttnFunc.forward`
@@ -50,10 +52,14 @@ class Fixed:
     calls: tuple[str, ...]
     #: What TE's calls give where the kernel normalizes that first (`softcap` 0.0 to None).
     given: tuple[Any, ...] = ()
+    #: How an autograd `backward` comes to pass it (`dlse`: `ctx.return_lse` is False).
+    via: str = ""
 
     def describe(self, name: str) -> str:
         """`mask_mod` is None (TE never passes it), `window_size_left=-1` (TE passes it)."""
         how = "TE never passes it" if self.defaulted else "TE passes it"
+        if self.via:
+            how = self.via
         if self.given:
             before = " or ".join(repr(value) for value in self.given)
             how += f": {before}, which the kernel turns into {self.value!r}"
@@ -84,16 +90,23 @@ class TeValues:
         graph = _call_graph(module)
         #: id of a function -> the entry points TE calls that reach it.
         self._reached_from: dict[int, set[str]] = {}
+        #: The functions TE's calls reach, by id.
+        self._reached: dict[int, ast.FunctionDef] = {}
         for entry in {call.function for call in self._calls}:
             for function in _reachable(graph, self._functions[entry]):
                 self._reached_from.setdefault(id(function), set()).add(entry)
+                self._reached[id(function)] = function
         self._classes = [node for node in ast.walk(module) if isinstance(node, ast.ClassDef)]
 
     def in_function(self, function: ast.FunctionDef) -> dict[str, Fixed]:
         """The parameters of `function` that every TE call reaching it fixes, after the
         function's own normalizations of them; in an autograd `backward`, also the tensors its
         `forward` saved fixed."""
-        return {**self._forwarded(function, normalize=True), **self._saved(function)}
+        return {
+            **self._gated(function),
+            **self._forwarded(function, normalize=True),
+            **self._saved(function),
+        }
 
     def _forwarded(self, function: ast.FunctionDef, normalize: bool) -> dict[str, Fixed]:
         """What each parameter of `function` holds when forwarded by name from the entry points
@@ -122,15 +135,85 @@ class TeValues:
             fixed[name] = Fixed(values[0], not passed, sites, before)
         return fixed
 
+    def _gated(self, function: ast.FunctionDef) -> dict[str, Fixed]:
+        """Parameters of `function` no entry point takes, which every call reaching it passes
+        from an autograd `backward`'s gated gradient: `if not ctx.return_lse: dlse = None` in
+        the backward, `ctx.return_lse = return_lse` in its forward, where TE's calls fix
+        `return_lse` to a falsy constant; `dlse` is None there."""
+        entries = self._reached_from.get(id(function), set())
+        entry_parameters = {a.arg for name in entries for a in _arguments(self._functions[name])}
+        callers = [
+            (caller, call)
+            for caller in self._reached.values()
+            for call in ast.walk(caller)
+            if isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == function.name
+        ]
+        fixed = {}
+        for argument in _arguments(function):
+            name = argument.arg
+            if name in entry_parameters or not callers:
+                continue
+            gated = [self._gate(caller, call, name) for caller, call in callers]
+            if all(gate is not None for gate in gated):
+                fixed[name] = gated[0]
+        return fixed
+
+    def _gate(self, backward: ast.FunctionDef, call: ast.Call, name: str) -> Fixed | None:
+        """What `call` in `backward` passes for `name`, where that is a local the backward sets
+        to None under a `ctx` flag its forward sets from a falsy fixed parameter; else None."""
+        passed = next((k.value for k in call.keywords if k.arg == name), None)
+        forward = self._forward_of(backward)
+        if not isinstance(passed, ast.Name) or forward is None:
+            return None
+        local = passed.id
+        gates = [
+            stmt.test.operand
+            for stmt in backward.body
+            if isinstance(stmt, ast.If)
+            and not stmt.orelse
+            and isinstance(stmt.test, ast.UnaryOp)
+            and isinstance(stmt.test.op, ast.Not)
+            and _is_ctx_attribute(stmt.test.operand)
+            and [ast.unparse(b) for b in stmt.body] == [f"{local} = None"]
+        ]
+        if len(gates) != 1 or _store_counts(backward)[local] != 1:
+            return None
+        flag = gates[0].attr
+        sources = [
+            node.value.id
+            for node in ast.walk(forward)
+            if isinstance(node, ast.Assign)
+            and [ast.unparse(t) for t in node.targets] == [f"ctx.{flag}"]
+            and isinstance(node.value, ast.Name)
+        ]
+        forward_fixed = self._forwarded(forward, normalize=False)
+        if len(sources) != 1 or sources[0] not in forward_fixed:
+            return None
+        source = forward_fixed[sources[0]]
+        if source.value:
+            return None
+        how = "TE never passes it" if source.defaulted else f"TE passes {source.value!r}"
+        via = (
+            f"{backward.name} sets it to None: `ctx.{flag}` holds `{sources[0]}`, which is"
+            f" {source.value!r} ({how})"
+        )
+        return Fixed(None, True, source.calls, via=via)
+
+    def _forward_of(self, backward: ast.FunctionDef) -> ast.FunctionDef | None:
+        """The `forward` of the autograd Function whose `backward` this is."""
+        owner = next((c for c in self._classes if backward in c.body), None)
+        if backward.name != "backward" or owner is None:
+            return None
+        return next((f for f in owner.body if getattr(f, "name", "") == "forward"), None)
+
     def _saved(self, backward: ast.FunctionDef) -> dict[str, Fixed]:
         """`q, k, v, qv, ... = ctx.saved_tensors` in an autograd backward: each name holds what
         the forward passed `ctx.save_for_backward` at its position, fixed where that is
         forwarded by name (as the forward's callees see it)."""
-        owner = next((c for c in self._classes if backward in c.body), None)
-        forward = next(
-            (f for f in (owner.body if owner else ()) if getattr(f, "name", "") == "forward"), None
-        )
-        if backward.name != "backward" or forward is None:
+        forward = self._forward_of(backward)
+        if forward is None:
             return {}
         saved = next(
             (
@@ -169,6 +252,15 @@ class TeValues:
             ):
                 found[target.id] = forward_fixed[source.id]
         return found
+
+
+def _is_ctx_attribute(node: ast.expr) -> bool:
+    """`ctx.return_lse`: an attribute of an autograd Function's context."""
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "ctx"
+    )
 
 
 def _call_graph(module: ast.Module) -> dict[int, list[ast.FunctionDef]]:
