@@ -77,10 +77,16 @@ def test_two_variables_of_one_feature_make_one_trigger():
     ]
 
 
-def test_feature_te_cannot_turn_on_is_unmapped_with_the_row_reason():
-    (case,) = mine("if arch // 10 == 12:\n    assert page_table is None, 'Paged KV'\n")
+def test_feature_the_vocabulary_cannot_say_is_unmapped_with_the_row_reason():
+    (case,) = mine("if arch // 10 == 12:\n    assert page_table is None, 'paged KV'\n")
     paged = next(f for f in FEATURES if "page_table" in f.values)
-    assert case.labels == (paged.label,) and case.unmapped == f"needs paged KV cache: {paged.why}"
+    assert case.labels == (paged.label,) and case.unmapped == f"needs {paged.label}: {paged.why}"
+
+
+def test_fp8_is_the_fp8_qkv_dtype():
+    (case,) = mine("if arch // 10 == 12:\n    assert not is_fp8, 'FP8'\n")
+    assert case.triggers == (Condition("qkv_dtype", "==", "float8_e4m3fn"),)
+    assert case.unmapped is None
 
 
 def test_test_on_variables_outside_the_table_is_unmapped_naming_them():
@@ -88,7 +94,7 @@ def test_test_on_variables_outside_the_table_is_unmapped_naming_them():
         "if arch // 10 == 9:\n    assert head_dim <= 256 and is_sm90_range, 'head dim'\n"
     )
     assert case.unmapped == (
-        "its test reads `head_dim`, `is_sm90_range`, which the feature table does not cover"
+        "its test reads `is_sm90_range`, which the feature table does not cover"
     )
 
 
@@ -133,3 +139,41 @@ def test_architectures_with_different_triggers_are_different_cases():
         (((9, 0),), ["deterministic"], (Condition("deterministic", "==", True),), None),
         (SM12X, [], (), None),
     ]
+
+
+def test_head_dims_are_judged_per_dim_in_runs_of_padded_head_dim_bounds():
+    """`_validate_head_dims`: the head dims and `alignment` (16 // the plain dtype's size) are
+    bound per dim; where it fires becomes runs, each a pair of `padded_head_dim` bounds."""
+    code = textwrap.dedent(
+        """
+        def _validate_head_dims(head_dim, head_dim_v, arch, alignment):
+            is_sm90_range = 8 <= head_dim <= 256 and 8 <= head_dim_v <= 256
+            is_standard = 8 <= head_dim <= 128 and 8 <= head_dim_v <= 128
+            is_hd256 = head_dim == 256 and head_dim_v == 256
+            if arch // 10 == 9:
+                assert is_sm90_range and head_dim % alignment == 0, "not on SM90"
+            elif arch // 10 == 10:
+                assert (is_standard or is_hd256) and head_dim_v % alignment == 0, "not on SM100"
+        """
+    )
+    found = [
+        case
+        for refusal in refusals(code, "flash_attn/cute/interface.py")
+        for case in cases(refusal, "4.0.0b36")
+    ]
+    bounds = {
+        (case.architectures, case.triggers, tuple(map(tuple, map(dict.items, case.witness_shapes))))
+        for case in found
+    }
+    above = lambda low: Condition("padded_head_dim", ">", low)  # noqa: E731
+    at_most = lambda high: Condition("padded_head_dim", "<=", high)  # noqa: E731
+    sm90 = ((9, 0),)
+    sm10x = ((10, 0), (10, 3))
+    assert {(archs, triggers) for archs, triggers, _ in bounds} == {
+        (sm90, (above(256),)),
+        (sm10x, (above(128), at_most(248))),
+        (sm10x, (above(256),)),
+    }
+    assert all(case.unmapped is None for case in found)
+    shapes = {triggers: witness for _, triggers, witness in bounds}
+    assert shapes[(above(256),)][0] == (("head_dim_qk", 512), ("head_dim_v", 512))

@@ -364,7 +364,8 @@ def test_fa3_shapes_device_properties_arch_switch_and_torch_library(tmp_path):
     )
     fp8 = cases["FlashAttention-3 FP8 requires Hopper"]
     assert fp8.architectures == ((8, 0), (8, 6), (8, 7), (8, 9))
-    assert fp8.labels == ("FP8 inputs",) and "no FP8" in fp8.unmapped
+    assert fp8.labels == ("FP8 inputs",) and fp8.unmapped is None
+    assert Condition("qkv_dtype", "==", "float8_e4m3fn") in fp8.triggers
     splits = cases["splits need Hopper"]
     assert splits.architectures == ((8, 0), (8, 6), (8, 7), (8, 9), (10, 0), (10, 3), (11, 0),
                                     (12, 0), (12, 1))  # fmt: skip

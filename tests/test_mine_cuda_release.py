@@ -17,17 +17,11 @@ import pytest
 from lint_plugin.mine import history
 from lint_plugin.mine.__main__ import EXIT_UNGUARDED, main
 from lint_plugin.mine.candidates import matches
-from lint_plugin.mine.crosscheck import (
-    DISAGREEMENT,
-    GUARDED,
-    UNGUARDED,
-    UNMAPPED,
-    Judges,
-    crosscheck,
-)
+from lint_plugin.mine.crosscheck import DISAGREEMENT, GUARDED, UNGUARDED, Judges, crosscheck
 from lint_plugin.mine.cuda import mine
 from lint_plugin.mine.cuda.source import DISTRIBUTION, from_release
 from lint_plugin.mine.declare import declarations, hazard_tables
+from lint_plugin.mine.findings import UNMAPPED
 from lint_plugin.mine.findings import NO_LAUNCH
 from selector_patch.config import TABLE, config_from_table
 from selector_patch.registry import HAZARDS

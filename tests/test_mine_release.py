@@ -14,17 +14,12 @@ import pytest
 
 from codemods.apply import transform
 from lint_plugin.mine.__main__ import EXIT_UNGUARDED, main
-from lint_plugin.mine.crosscheck import (
-    DISAGREEMENT,
-    GUARDED,
-    UNGUARDED,
-    UNMAPPED,
-    Judges,
-    crosscheck,
-)
+from lint_plugin.mine.crosscheck import DISAGREEMENT, GUARDED, UNGUARDED, Judges, crosscheck
 from lint_plugin.mine.cute import mine
 from lint_plugin.mine.declare import declarations, hazard_tables
 from lint_plugin.mine.cute.kernel import DISTRIBUTION, from_release
+from lint_plugin.mine.findings import INTERNAL, UNREACHABLE
+from lint_plugin.mine.te_calls import kernel_calls
 from selector_patch.config import TABLE, config_from_table
 from selector_patch.registry import HAZARDS
 from selector_patch.sources import cache_dir, read_text
@@ -40,13 +35,13 @@ def kernel():
 
 
 @pytest.fixture(scope="module")
-def found(kernel):
-    return mine(kernel)
+def te(release):
+    return release(TE)
 
 
 @pytest.fixture(scope="module")
-def te(release):
-    return release(TE)
+def found(kernel, te):
+    return mine(kernel, kernel_calls(te))
 
 
 @pytest.fixture(scope="module")
@@ -100,14 +95,16 @@ def test_analyzer_and_harness_agree_on_every_verdict(verdicts):
     statuses = [v.status for v in verdicts]
     assert DISAGREEMENT not in statuses, [v.detail for v in verdicts if v.status == DISAGREEMENT]
     # Agreement is not vacuous: both judges had guarded and unguarded candidates to decide.
-    assert {GUARDED, UNGUARDED, UNMAPPED} <= set(statuses)
+    assert {GUARDED, UNGUARDED} <= set(statuses)
 
 
-def test_every_refusal_has_a_verdict_and_every_unmapped_one_a_reason(found, verdicts):
+def test_every_refusal_has_a_verdict_and_every_unjudged_one_its_class_and_a_reason(found, verdicts):
     assert len(verdicts) == len(found)
     for verdict in verdicts:
-        assert (verdict.status == UNMAPPED) == (verdict.case.unmapped is not None)
+        judged = verdict.case.unmapped is None
+        assert judged or verdict.status == verdict.case.standing
         assert verdict.detail
+    assert {UNREACHABLE, INTERNAL} <= {v.status for v in verdicts}
 
 
 def test_guarded_once_the_codemod_has_run(kernel, found, te, verdicts):

@@ -37,12 +37,24 @@ def dialect(release):
         (Condition("num_splits", ">", 1), "num_splits > 1"),
         (Condition("has_score_mod", "==", True), "has_score_mod"),
         (Condition("softmax_type", "==", "learnable"), 'softmax_type == "learnable"'),
+        (Condition("qkv_dtype", "==", "float8_e4m3fn"), "qkv_dtype == torch.float8_e4m3fn"),
     ],
 )
 def test_guard_conditions_render_in_the_selectors_names_and_blacks_quotes(
     dialect, condition, source
 ):
     assert dialect.condition_source(condition) == source
+
+
+def test_the_analyzer_reads_torch_dtypes_as_the_names_a_scenario_holds(dialect):
+    """`qkv_dtype` binds to the witness's dtype name and `torch.bfloat16` reads as "bfloat16",
+    so TE's dtype filters decide an FP8 witness (no KeyError, no unknown)."""
+    assert dialect.input_expression("qkv_dtype") == "qkv_dtype"
+    assert dialect.bindings("qkv_dtype", Scenario(qkv_dtype="float8_e4m3fn")) == {
+        "qkv_dtype": "float8_e4m3fn"
+    }
+    assert {"torch.bfloat16", "torch.float16"} <= set(dialect.torch_dtypes)
+    assert dialect.torch_dtypes["torch.bfloat16"].const == "bfloat16"
 
 
 def test_witnesses_of_a_lower_bound_exceed_it():

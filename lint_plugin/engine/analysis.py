@@ -57,6 +57,7 @@ from lint_plugin.engine.dispatch import (
     selecting_states,
 )
 from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
+from lint_plugin.engine.kernel_calls import kernel_facts
 from lint_plugin.engine.program import Program, function_index
 from lint_plugin.engine.slicing import Slice
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
@@ -252,7 +253,12 @@ def joint_facts(
     capabilities = (witness.compute_capability for _, witness in items)
     backward = (witness.backward for _, witness in items)
     grad_mode = one_of(backward, frozenset((BACKWARD_FIELD,)))
-    names = dict(dialect.module_names)
+    validator, validated = (
+        kernel_facts([witness for _, witness in items], dialect.module_text_names)
+        if given.kernels
+        else ({}, {})
+    )
+    names = {**dialect.torch_dtypes, **dialect.module_names, **validator}
     installed = dialect.installed(backend)
     if installed:
         admitted = any(admits_affected(hazard, dialect) for hazard, _ in items)
@@ -263,7 +269,12 @@ def joint_facts(
         names[version] = one_of(FlashVersion(backend, True, v) for v in pinned)
     return Facts(
         params={**given.params, **params},
-        calls={**given.calls, **compute_capability(*capabilities), GRAD_MODE_QUERY: grad_mode},
+        calls={
+            **given.calls,
+            **compute_capability(*capabilities),
+            GRAD_MODE_QUERY: grad_mode,
+            **validated,
+        },
         names={**names, **given.names},
         functions=dialect.module_functions,
         predicates=dialect.module_predicates,

@@ -35,7 +35,14 @@ from lint_plugin.engine.program import (
 )
 from selector_patch.config import DEFAULT_SELECTOR_FUNCTIONS
 from selector_patch.roles import ROLES
-from selector_patch.scenario import HELD_AS_IS, INPUTS, OPTIONAL_FEATURES, Condition, Scenario
+from selector_patch.scenario import (
+    DTYPE_INPUTS,
+    HELD_AS_IS,
+    INPUTS,
+    OPTIONAL_FEATURES,
+    Condition,
+    Scenario,
+)
 
 #: Default names of the functions that select a backend (`selector-functions` in the config).
 SELECTOR_FUNCTIONS = DEFAULT_SELECTOR_FUNCTIONS
@@ -74,6 +81,15 @@ def literal(value: Any) -> str:
         items = [literal(item) for item in value]
         return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
     return repr(value)
+
+
+#: torch's dtype attributes selectors compare dtypes with -> the dtype's own name, the one a
+#: scenario holds (`str(torch.half)` is `torch.float16`).
+TORCH_DTYPES = {
+    **{name: name for name in ("float16", "bfloat16", "float32", "float8_e4m3fn", "float8_e5m2")},
+    "half": "float16",
+    "float": "float32",
+}
 
 
 class Dialect:
@@ -218,14 +234,15 @@ class Dialect:
         return argument.arg if argument else None
 
     def _scalar_inputs(self) -> dict[str, str]:
-        """Registry inputs read straight from one `AttentionParams` field (`HELD_AS_IS`: the
-        field of the same name). Inputs built into TE's objects (a dtype, a recipe) are not."""
+        """Registry inputs read straight from one `AttentionParams` field (`HELD_AS_IS` and the
+        dtypes: the field of the same name; a dtype reads as its name, as `torch_dtypes` binds
+        `torch.bfloat16`). Inputs built into TE's objects (a recipe) are not."""
         return {
             "deterministic": "deterministic",
             "training": "is_training",
             "backward": BACKWARD_FIELD,
             "attention_dropout": "attention_dropout",
-            **{name: name for name in HELD_AS_IS},
+            **{name: name for name in (*HELD_AS_IS, *DTYPE_INPUTS)},
         }
 
     def input_expression(self, name: str) -> str:
@@ -239,6 +256,8 @@ class Dialect:
     def condition_source(self, condition: Condition) -> str:
         """One registry trigger as a selector expression, e.g. `attention_dropout > 0.0`."""
         expression = self.input_expression(condition.input)
+        if condition.input in DTYPE_INPUTS:
+            return f"{expression} {condition.op} torch.{condition.value}"
         if condition.op == "==" and condition.value is True:
             return expression
         if condition.op == "==" and condition.value is False:
@@ -310,6 +329,17 @@ class Dialect:
         the pure builtins."""
         pure = {*self.module_names, *self.module_functions, *PURE_BUILTINS}
         return module_predicates(self.module, pure)
+
+    @cached_property
+    def torch_dtypes(self) -> dict[str, Value]:
+        """`torch.bfloat16` and the other dtypes the selector reads, each as the name a scenario
+        holds a dtype input by (`"bfloat16"`), so that `qkv_dtype in [torch.float16, ...]`
+        compares like with like."""
+        return {
+            f"torch.{spelling}": const(name)
+            for spelling, name in TORCH_DTYPES.items()
+            if f"torch.{spelling}" in self.module_text_names
+        }
 
     @cached_property
     def module_names(self) -> dict[str, Value]:

@@ -21,7 +21,7 @@ from typing import Callable, Mapping, NamedTuple
 from lint_plugin.engine.absint import EMPTY, EMPTY_MAPPING, State, Value, unknown
 from lint_plugin.engine.interpret.binding import Binding
 from lint_plugin.engine.interpret.expressions import EXPRESSIONS, Expressions
-from lint_plugin.engine.interpret.frames import Frame, Unreachable
+from lint_plugin.engine.interpret.frames import RAISES, Frame, Unreachable
 from lint_plugin.engine.interpret.refinement import Refinement
 from lint_plugin.engine.interpret.statements import STATEMENTS, Statements
 from lint_plugin.engine.predicates import Predicate
@@ -48,7 +48,9 @@ class Facts(NamedTuple):
     `names` module globals and class attributes by dotted name (the module's own constants
     among them). Names in `opaque` (backend flags, for the coverage rules) are tracked for
     provenance but their truthiness is never trusted when read; a read of one depends on its
-    name.
+    name. `kernels` lets a run ask the kernels' own validators TE wires in (`kernel_calls`):
+    the miner does, to judge a kernel's refusals as the harness does; flake8 and the codemod
+    never do, since that imports torch and may fetch a flash-attn-4 wheel.
     """
 
     params: Mapping[str, Value] = EMPTY_MAPPING
@@ -59,6 +61,7 @@ class Facts(NamedTuple):
     functions: Mapping[str, Callable] = EMPTY_MAPPING
     #: The module's own pure predicates (`predicates.module_predicates`), expanded where called.
     predicates: Mapping[str, Predicate] = EMPTY_MAPPING
+    kernels: bool = False
 
 
 class Observer:
@@ -151,7 +154,7 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
                 snapshot = state.copy()
                 for sink in frame.sinks:
                     sink.append(snapshot)
-            if relevant is not None and not relevant.needed(stmt):
+            if relevant is not None and not relevant.needed(stmt) and not self._raises(stmt):
                 continue
             self.statements += 1
             if self.statements > STATEMENT_BUDGET:
@@ -165,6 +168,15 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
             except Unreachable:
                 state = None
         return state
+
+    def _raises(self, stmt: ast.stmt) -> bool:
+        """Whether `stmt` is a call `Facts.calls` says raises (`RAISES`): the slice skips a call
+        that writes nothing the flag reads, but its exception decides where control goes."""
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            return False
+        callee = stmt.value.func
+        name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", None)
+        return self.facts.calls.get(name) is RAISES
 
     def eval(self, node: ast.AST, state: State) -> Value:
         if self.overrides and node in self.overrides:

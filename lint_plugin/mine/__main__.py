@@ -39,6 +39,7 @@ from lint_plugin.mine.crosscheck import DISAGREEMENT, UNGUARDED, Judges, Verdict
 from lint_plugin.mine.declare import declarations
 from lint_plugin.mine.findings import Case
 from lint_plugin.mine.report import Kernel, report_json, to_text
+from lint_plugin.mine.te_calls import KernelCall, kernel_calls
 from selector_patch.config import ConfigError, load_config
 from selector_patch.harness import LoadError
 from selector_patch.progress import progress
@@ -89,13 +90,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _sources(args: argparse.Namespace) -> list[Callable[[], tuple[Kernel, Sequence[Case], tuple]]]:
+def _sources(
+    args: argparse.Namespace, calls: Sequence[KernelCall]
+) -> list[Callable[[], tuple[Kernel, Sequence[Case], tuple]]]:
     """One loader per kernel tree to mine; each returns the tree, its cases and its notes.
+    flash-attn-4's refusals are asked through TE's `calls` into it.
 
     The C++ side is imported only when asked for: it needs tree-sitter.
     """
     if args.flash_attn_4 is not None:
-        return [lambda: _cute(_cute_kernel().from_release(args.flash_attn_4))]
+        return [lambda: _cute(_cute_kernel().from_release(args.flash_attn_4), calls)]
     if args.flash_attn is not None:
         return [
             lambda v=version: _cuda(_cuda_source().from_release(v)) for version in args.flash_attn
@@ -103,7 +107,7 @@ def _sources(args: argparse.Namespace) -> list[Callable[[], tuple[Kernel, Sequen
     path = args.kernel_source
     if _is_cuda_tree(path):
         return [lambda: _cuda(_cuda_source().from_directory(path))]
-    return [lambda: _cute(_either_kernel(path))]
+    return [lambda: _cute(_either_kernel(path), calls)]
 
 
 def _either_kernel(path: Path):
@@ -137,10 +141,10 @@ def _cuda_source():
     return source
 
 
-def _cute(kernel):
+def _cute(kernel, calls: Sequence[KernelCall]):
     from lint_plugin.mine.cute import mine
 
-    return kernel, mine(kernel), ()
+    return kernel, mine(kernel, calls), ()
 
 
 def _cuda(source):
@@ -156,8 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.te_cxx is not None:
             name_trees(args.te_cxx)
-        loaders = _sources(args)
         source = resolve(args.te)
+        loaders = _sources(args, kernel_calls(source))
         config = load_config(source.path)
         configured = {hazard.id for hazard in config.hazards}
         unknown = [hazard_id for hazard_id in args.skip_hazard if hazard_id not in configured]

@@ -24,6 +24,7 @@ from typing import Mapping, Sequence
 
 from lint_plugin.engine.analysis import analyze_hazard
 from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS, find_selectors
+from lint_plugin.engine.interpreter import Facts
 from lint_plugin.mine.candidates import candidate, matches, same_hazard, subsumed
 from lint_plugin.mine.devices import Arch
 from lint_plugin.mine.findings import Case
@@ -35,9 +36,10 @@ from selector_patch.verify import verify_hazard
 
 GUARDED = "guarded"
 UNGUARDED = "UNGUARDED"
-UNMAPPED = "unmapped"
 NOT_APPLICABLE = "not-applicable"
 DISAGREEMENT = "disagreement"
+#: The analyzer's runs here ask the kernels' validators TE wires in, as the harness runs them.
+KERNELS = Facts(kernels=True)
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ class Judges:
                 f"TE does not install {hazard.role.display} {version} on {witness.sm}: its"
                 " kernel wiring refuses that release there",
             )
-        static = analyze_hazard(self.module, self.function, hazard)
+        static = analyze_hazard(self.module, self.function, hazard, KERNELS)
         report = verify_hazard(self.selector, hazard)
         detail = f"analyzer: {static.detail}; harness: {report.summary()}"
         if not static.applicable and not report.applicable:
@@ -97,12 +99,12 @@ class Judges:
 class Verdict:
     case: Case
     status: str
-    #: The candidate hazard (None for an unmapped case).
+    #: The candidate hazard (None for a case the judges do not take).
     hazard: Hazard | None
     witness: Scenario | None
     #: The id of a registry or configured hazard saying the same.
     matches: str | None
-    #: Why the case is unmapped, or what the judges said.
+    #: Why the case is unmapped, unreachable or internal, or what the judges said.
     detail: str
     #: Each architecture's own status, where the case covers several.
     by_arch: Mapping[Arch, str] = field(default_factory=dict)
@@ -128,7 +130,7 @@ def crosscheck(found: Sequence[Case], judges: Judges, known: Sequence[Hazard]) -
     verdicts = []
     for case in found:
         if case.unmapped is not None:
-            verdicts.append(Verdict(case, UNMAPPED, None, None, None, case.unmapped))
+            verdicts.append(Verdict(case, case.standing, None, None, None, case.unmapped))
             continue
         hazard = candidate(case, mapped)
         by_arch: dict[Arch, Judgement] = {}

@@ -23,6 +23,12 @@ NO_LAUNCH = "no-launch"
 #: Section of a guard on the architecture alone: TE's compute-capability filters come first,
 #: and the head-dim section is the nearer of the two this project can anchor.
 ARCH_ONLY_SECTION = "head_dim"
+#: Where a case stands when the judges cannot take it (`Case.standing`): not stated in selector
+#: inputs yet; on a kernel parameter TE's calls never pass, or fix to a value that does not fire
+#: (`lint_plugin.mine.te_calls`); a test of the kernel's own state that no parameter reaches.
+UNMAPPED = "unmapped"
+UNREACHABLE = "unreachable"
+INTERNAL = "internal"
 #: Backward code fails only when a backward runs.
 BACKWARD = Condition("backward", "==", True)
 
@@ -67,12 +73,14 @@ class Case:
     labels: tuple[str, ...]
     #: Selector conditions under which it fires (`backward == True` for backward code).
     triggers: tuple[Condition, ...]
-    #: Why it cannot be stated in selector inputs; None when it can.
+    #: Why it cannot be stated in selector inputs, or need not be; None when it can.
     unmapped: str | None
     #: Where a guard on it belongs (`Hazard.section`).
     section: str = ARCH_ONLY_SECTION
     #: Concrete head dims for witnesses when the triggers only bound them.
     witness_shapes: tuple[Mapping[str, Any], ...] = field(default=({},))
+    #: Where a case with an `unmapped` reason stands: UNMAPPED, UNREACHABLE or INTERNAL.
+    standing: str = UNMAPPED
 
 
 def sms(architectures: Iterable[Arch]) -> str:

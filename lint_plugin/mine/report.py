@@ -2,8 +2,9 @@
 
 Text puts what needs action first - disagreements, then UNGUARDED sites with the harness's
 witness and, where a case spans architectures TE treats differently, the status of each - and
-ends with the declarations to paste. Every case appears, the unmapped ones with the reason, so
-a reader can check that nothing was dropped.
+ends with the declarations to paste. Every case appears, those the judges do not take with
+their class and reason (unreachable through TE, citing TE's calls; kernel-internal; unmapped),
+so a reader can check that nothing was dropped.
 """
 
 from __future__ import annotations
@@ -12,20 +13,19 @@ import json
 from typing import Any, Mapping, Protocol, Sequence
 
 from lint_plugin.mine.candidates import same_hazard
-from lint_plugin.mine.crosscheck import (
-    DISAGREEMENT,
-    GUARDED,
-    NOT_APPLICABLE,
-    UNGUARDED,
-    UNMAPPED,
-    Verdict,
-)
+from lint_plugin.mine.crosscheck import DISAGREEMENT, GUARDED, NOT_APPLICABLE, UNGUARDED, Verdict
 from lint_plugin.mine.declare import hazard_tables
-from lint_plugin.mine.findings import sms
+from lint_plugin.mine.findings import INTERNAL, UNMAPPED, UNREACHABLE, sms
 from selector_patch.registry import Hazard
 from selector_patch.sources import SelectorSource
 
-ORDER = (DISAGREEMENT, UNGUARDED, GUARDED, NOT_APPLICABLE, UNMAPPED)
+ORDER = (DISAGREEMENT, UNGUARDED, GUARDED, NOT_APPLICABLE, UNREACHABLE, INTERNAL, UNMAPPED)
+#: How a report names the classes of the cases the judges do not take, before the reason.
+UNJUDGED = {
+    UNREACHABLE: "unreachable through TE",
+    INTERNAL: "kernel-internal",
+    UNMAPPED: "unmapped",
+}
 
 
 def _key(verdict: Verdict) -> tuple | None:
@@ -126,7 +126,7 @@ def _verdict_lines(verdict: Verdict, declared: Mapping[tuple, Hazard]) -> list[s
         f"    {site.text}",
     ]
     if case.unmapped is not None:
-        return [*lines, f"    unmapped: {case.unmapped}"]
+        return [*lines, f"    {UNJUDGED[case.standing]}: {case.unmapped}"]
     when = " and ".join(str(t) for t in case.triggers) or "always"
     same = f"  (= {verdict.matches})" if verdict.matches else ""
     declaration = declared.get(_key(verdict))

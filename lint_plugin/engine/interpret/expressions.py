@@ -32,7 +32,7 @@ from lint_plugin.engine.interpret.folding import (
     join_all_values,
     known_items,
 )
-from lint_plugin.engine.interpret.frames import Frame, LocalFunction, Unreachable
+from lint_plugin.engine.interpret.frames import RAISES, Frame, LocalFunction, Unreachable
 from lint_plugin.engine.program import dotted_name
 
 #: Nested helper calls inlined before a call's effect is over-approximated instead.
@@ -275,6 +275,8 @@ class Expressions:
         else:
             name = None
         fact = self.facts.calls.get(name) if name is not None else None
+        if fact is RAISES:
+            raise Unreachable
         if fact is not None:
             return fact
         expanded = self._expanded(node, state)

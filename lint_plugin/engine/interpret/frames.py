@@ -6,11 +6,16 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from lint_plugin.engine.absint import State, Value
+from lint_plugin.engine.absint import State, Value, unknown
 
 
 class Unreachable(Exception):
     """Raised by an expression whose evaluation never completes (a helper that always raises)."""
+
+
+#: A `Facts.calls` answer for a call known to raise (a kernel's validator refusing the
+#: witness): the statement making it does not complete, and an enclosing `try` takes over.
+RAISES = unknown()
 
 
 @dataclass(frozen=True)

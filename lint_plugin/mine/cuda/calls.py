@@ -22,12 +22,11 @@ from typing import Any, Mapping
 
 from lint_plugin.mine.cuda.values import Optional, Sym, Tensor
 from lint_plugin.mine.devices import ARCHITECTURES
+from lint_plugin.mine.head_dims import HEAD_DIMS
 from selector_patch.scenario import Condition
 
 ARCH = "arch"
 HEAD_DIM = "head_dim"
-#: Head dims the kernels see: flash-attn's Python pads to a multiple of 8.
-HEAD_DIMS = tuple(range(8, 513, 8))
 
 
 @dataclass(frozen=True)
@@ -81,10 +80,10 @@ DTYPE = Feature(
     "FP16 inputs",
     ("bf16", "fp16", "fp8_e4m3"),
     {
-        "bf16": "needs BF16 inputs: the scenario vocabulary has no qkv_dtype input",
-        "fp16": "needs FP16 inputs: the scenario vocabulary has no qkv_dtype input (BF16 only)",
-        "fp8_e4m3": "needs FP8 inputs: the scenario vocabulary has no FP8 (fp8, fp8_meta"
-        " recipe) input",
+        # `qkv_dtype` holds the dtype by its torch name (`selector_patch.scenario`).
+        "bf16": (Condition("qkv_dtype", "==", "bfloat16"),),
+        "fp16": (Condition("qkv_dtype", "==", "float16"),),
+        "fp8_e4m3": (Condition("qkv_dtype", "==", "float8_e4m3fn"),),
     },
 )
 SPLITS = Feature(

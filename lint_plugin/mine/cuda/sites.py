@@ -23,6 +23,7 @@ from typing import Iterable, Sequence
 
 from lint_plugin.mine.cuda.calls import ARCH, FEATURES, HEAD_DIM, HEAD_DIMS, Backend, label
 from lint_plugin.mine.cuda.paths import Leaf
+from lint_plugin.mine.head_dims import bounds, runs
 from lint_plugin.mine.findings import NO_LAUNCH, Case, Site, with_backward
 from selector_patch.scenario import Condition
 
@@ -217,49 +218,14 @@ def _describe(box, dims, care, admitted_heads, backend) -> list[tuple]:
         if HEAD_DIM in box
         else []
     )
-    head_triggers, shapes = _head_dims(heads, admitted_heads, backend)
+    head_triggers, shapes = bounds(heads, admitted_heads, backend.pads_head_dims)
     if head_triggers is None:  # not one interval: one case per run
-        runs = _runs(heads, admitted_heads)
         return [
             d
-            for run in runs
+            for run in runs(heads, admitted_heads)
             for d in _describe(
                 {**box, HEAD_DIM: {frozenset(run)}}, dims, care, admitted_heads, backend
             )
         ]
     why = "; ".join(unmapped) or None
     return [(tuple([*triggers, *head_triggers]), tuple(labels), why, section, shapes)]
-
-
-def _runs(heads: list[int], admitted: list[int]) -> list[list[int]]:
-    runs: list[list[int]] = []
-    for value in admitted:
-        if value in heads:
-            if runs and admitted[admitted.index(value) - 1] == runs[-1][-1]:
-                runs[-1].append(value)
-            else:
-                runs.append([value])
-    return runs
-
-
-def _head_dims(heads: list[int], admitted: list[int], backend: Backend):
-    """Triggers bounding the head dims, and witness shapes inside; None if not an interval."""
-    if not heads or set(heads) >= set(admitted):
-        return (), ((),)
-    low, high = heads[0], heads[-1]
-    inside = [a for a in admitted if low <= a <= high]
-    if inside != heads:
-        return None, None
-    below = [a for a in admitted if a < low]
-    above = [a for a in admitted if a > high]
-    triggers = []
-    if below:
-        triggers.append(Condition("padded_head_dim", ">", below[-1]))
-    if above:
-        triggers.append(Condition("padded_head_dim", "<=", high))
-    multiples = [h for h in heads if h % 32 == 0] or [low]
-    dims = sorted({multiples[0], high})
-    shapes = [(("head_dim_qk", d), ("head_dim_v", d)) for d in reversed(dims)]
-    if below and backend.pads_head_dims:
-        shapes.append((("head_dim_qk", below[-1]), ("head_dim_v", high)))
-    return tuple(triggers), tuple(shapes)

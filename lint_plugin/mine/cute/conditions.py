@@ -8,18 +8,30 @@ interpreter's unknowns and short-circuit rules are the ones the analyzer trusts.
 
 CuTe DSL wraps compile-time tests as `const_expr(...)` (`cutlass.const_expr`), which returns
 its argument: the wrapper is dropped before evaluation.
+
+Tests often read locals the function computed from its parameters (`alignment = 16 //
+v.element_size()`, `is_sm90_range = 8 <= head_dim <= 256 and ...`, `use_block_sparsity =
+block_sparse_tensors is not None`). A local the function assigns exactly once, by a plain
+`name = expression`, is evaluated from that expression wherever a test reads it and nothing binds
+it: the test is then decided by the parameters the expression reads. A local assigned more than
+once (or by a loop, `with`, augmented assignment) has no one definition and stays unknown.
+
+Evaluated `through_te`, the parameters TE's calls fix (`lint_plugin.mine.cute.reach`: `mask_mod`
+is None on every TE call) hold their fixed values too.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+from collections import Counter
 from typing import Any, Mapping
 
 from lint_plugin.engine.absint import State, const
 from lint_plugin.engine.interpreter import Facts, Interpreter
 from lint_plugin.mine.cute.arch import ARCH_NAMES, Arch, arch_value
 from lint_plugin.engine.program import Program, dotted_name
+from lint_plugin.mine.cute.reach import Fixed
 
 #: CuTe DSL's identity marker for compile-time conditions.
 CONST_EXPR = "const_expr"
@@ -42,26 +54,107 @@ def plain(test: ast.expr) -> ast.expr:
 class Scope:
     """The conditions of one kernel function: its arch names and how to evaluate its tests."""
 
-    def __init__(self, function: ast.FunctionDef, forwarded: Mapping[str, ast.expr]) -> None:
+    def __init__(
+        self,
+        function: ast.FunctionDef,
+        forwarded: Mapping[str, ast.expr],
+        fixed: Mapping[str, Fixed] | None = None,
+    ) -> None:
         #: Parameters holding an expression of the arch (`compute_capability`: `arch // 10`).
         self.forwarded = dict(forwarded)
         self.arch_names = frozenset((*ARCH_NAMES, *self.forwarded))
+        #: Parameter -> the value TE's calls fix it to.
+        self.fixed = dict(fixed or {})
+        #: Local -> the one expression assigning it.
+        self.definitions = _single_definitions(function, self.arch_names)
         self._interpreter = Interpreter(Program(function), Facts())
 
-    def truth(self, test: ast.expr, arch: Arch, bindings: Mapping[str, Any]) -> bool | None:
-        """The truth of `test` on `arch` with `bindings`; None where unknown names decide it."""
+    def truth(
+        self, test: ast.expr, arch: Arch, bindings: Mapping[str, Any], through_te: bool = False
+    ) -> bool | None:
+        """The truth of `test` on `arch` with `bindings` (and, `through_te`, TE's fixed
+        parameters); None where unknown names decide it."""
         state = State({name: const(arch_value(arch)) for name in ARCH_NAMES})
         for name, expression in self.forwarded.items():
             state.vars[name] = self._interpreter.eval(expression, state)
+        if through_te:
+            state.vars.update((name, const(fixed.value)) for name, fixed in self.fixed.items())
         state.vars.update((name, const(value)) for name, value in bindings.items())
+        for name in self._locals_read(test):
+            if name not in state.vars:
+                state.vars[name] = self._interpreter.eval(self.definitions[name], state)
         return self._interpreter.eval(test, state).truth
 
+    def _locals_read(self, test: ast.expr) -> list[str]:
+        """The defined locals `test` reads, directly or through other definitions, each after
+        the ones its definition reads (a definition reading itself is not followed)."""
+        ordered: list[str] = []
+        visiting: set[str] = set()
+
+        def visit(expression: ast.expr) -> None:
+            for name in _read(expression):
+                if name in self.definitions and name not in visiting and name not in ordered:
+                    visiting.add(name)
+                    visit(self.definitions[name])
+                    ordered.append(name)
+
+        visit(test)
+        return ordered
+
     def names(self, test: ast.expr) -> frozenset[str]:
-        """Names and whole dotted names (`self.x`, not `self`) `test` reads, arch names excepted."""
-        inner = {id(node.value) for node in ast.walk(test) if isinstance(node, ast.Attribute)}
-        read = {
-            dotted_name(node)
-            for node in ast.walk(test)
-            if isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in inner
-        }
+        """Names and whole dotted names (`self.x`, not `self`) `test` reads, arch names excepted;
+        with the names the definitions of the locals it reads read."""
+        read = set(_read(test))
+        for name in self._locals_read(test):
+            read |= _read(self.definitions[name])
         return frozenset(read - {None} - self.arch_names)
+
+
+def _read(expression: ast.expr) -> set[str]:
+    """Names and whole dotted names an expression reads."""
+    inner = {id(node.value) for node in ast.walk(expression) if isinstance(node, ast.Attribute)}
+    return {
+        dotted_name(node)
+        for node in ast.walk(expression)
+        if isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in inner
+    } - {None}
+
+
+def _single_definitions(function: ast.FunctionDef, arch_names: frozenset[str]) -> dict:
+    """Local -> its expression, for locals `function` stores exactly once, by `name = expr`.
+
+    Nested functions are their own scopes and are not looked into; parameters and the arch
+    names are not locals.
+    """
+    stores: Counter[str] = Counter()
+    assigned: dict[str, ast.expr] = {}
+    parameters = {
+        a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
+    }
+    for node in _own_nodes(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] += 1
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            assigned[node.targets[0].id] = plain(node.value)
+    return {
+        name: expression
+        for name, expression in assigned.items()
+        if stores[name] == 1 and name not in parameters and name not in arch_names
+    }
+
+
+def _own_nodes(function: ast.FunctionDef):
+    """The nodes of a function's body, not those of the functions and classes nested in it."""
+    pending = list(function.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        pending += [
+            child
+            for child in ast.iter_child_nodes(node)
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        ]

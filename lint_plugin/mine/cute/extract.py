@@ -30,13 +30,15 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 from lint_plugin.mine.cute.arch import forwarded_parameters
 from lint_plugin.mine.cute.conditions import Scope, plain
+from lint_plugin.mine.cute.reach import Fixed, TeValues
 from lint_plugin.engine.program import blocks, heads
 from lint_plugin.mine.devices import ARCHITECTURES, Arch
 from lint_plugin.mine.findings import Site
+from lint_plugin.mine.te_calls import KernelCall
 
 #: Function, class or module names that mark backward code (`_flash_attn_bwd`, `backward`,
 #: `FlashAttentionBackwardSm120`, `flash_bwd_postprocess.py`).
@@ -79,9 +81,11 @@ class Route:
     branches: tuple[Branch, ...]
     scope: Scope
 
-    def truth(self, arch: Arch, bindings: Mapping[str, Any]) -> bool | None:
+    def truth(
+        self, arch: Arch, bindings: Mapping[str, Any], through_te: bool = False
+    ) -> bool | None:
         """True if it is taken, False if a test rules it out, None if unknown names decide."""
-        truths = [self.scope.truth(b.test, arch, bindings) for b in self.branches]
+        truths = [self.scope.truth(b.test, arch, bindings, through_te) for b in self.branches]
         return _and(*(None if t is None else t is b.holds for t, b in zip(truths, self.branches)))
 
 
@@ -110,6 +114,10 @@ class Refusal:
     local: tuple[Branch, ...] = field(repr=False, compare=False)
     #: The paths to the calls that enter the function; empty when it is entered from outside.
     callers: tuple[Route, ...] = field(repr=False, compare=False)
+    #: Whether TE's calls enter the kernel in this module (None: TE's calls are not known),
+    #: and where they enter it.
+    entered: bool | None = field(default=None, repr=False, compare=False)
+    entries: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def site(self) -> Site:
@@ -138,35 +146,62 @@ class Refusal:
         tests = [b.test for b in self.local] + ([self.test] if self.test is not None else [])
         return frozenset().union(*(self.path.scope.names(test) for test in tests))
 
-    def own_truth(self, arch: Arch, bindings: Mapping[str, Any]) -> bool | None:
+    def own_truth(
+        self, arch: Arch, bindings: Mapping[str, Any], through_te: bool = False
+    ) -> bool | None:
         """Whether its own condition refuses: the local branches hold and an assert's test fails."""
-        local = Route(self.local, self.path.scope).truth(arch, bindings)
+        local = Route(self.local, self.path.scope).truth(arch, bindings, through_te)
         if self.test is None:
             return local
-        truth = self.path.scope.truth(self.test, arch, bindings)
+        truth = self.path.scope.truth(self.test, arch, bindings, through_te)
         return _and(local, None if truth is None else not truth)
 
-    def reachable(self, arch: Arch, bindings: Mapping[str, Any]) -> bool | None:
+    def reachable(
+        self, arch: Arch, bindings: Mapping[str, Any], through_te: bool = False
+    ) -> bool | None:
         """Whether it is reached: its own path, and some caller's path when it has callers."""
-        own = self.path.truth(arch, bindings)
+        own = self.path.truth(arch, bindings, through_te)
         if not self.callers or own is False:
             return own
-        return _and(own, _or(*(caller.truth(arch, bindings) for caller in self.callers)))
+        callers = (caller.truth(arch, bindings, through_te) for caller in self.callers)
+        return _and(own, _or(*callers))
 
-    def may_fire(self, arch: Arch, bindings: Mapping[str, Any]) -> bool:
+    def may_fire(self, arch: Arch, bindings: Mapping[str, Any], through_te: bool = False) -> bool:
         """Whether some value of the unknown names makes it fire on `arch` with `bindings`."""
         return (
-            self.reachable(arch, bindings) is not False
-            and self.own_truth(arch, bindings) is not False
+            self.reachable(arch, bindings, through_te) is not False
+            and self.own_truth(arch, bindings, through_te) is not False
         )
 
+    def fixed_reads(self) -> dict[str, Fixed]:
+        """The parameters TE's calls fix among those its paths and test read."""
+        paths = (self.path, *self.callers)
+        tests = [(b.test, p.scope) for p in paths for b in p.branches]
+        if self.test is not None:
+            tests.append((self.test, self.path.scope))
+        return {
+            name: scope.fixed[name]
+            for test, scope in tests
+            for name in sorted(scope.names(test))
+            if name in scope.fixed
+        }
 
-def refusals(source: str, file: str) -> list[Refusal]:
-    """The architecture-conditioned refusals of one module, in source order."""
+
+def refusals(source: str, file: str, calls: Sequence[KernelCall] = ()) -> list[Refusal]:
+    """The architecture-conditioned refusals of one module, in source order; `calls` are TE's
+    calls into the kernel, which fix some parameters (`Refusal.fixed_reads`)."""
     module = ast.parse(source)
     forwarded = forwarded_parameters(module)
+    te_values = TeValues(module, calls)
     walkers = [
-        _Walker(source, file, function, qualname, forwarded.get(function.name, {}))
+        _Walker(
+            source,
+            file,
+            function,
+            qualname,
+            forwarded.get(function.name, {}),
+            te_values.in_function(function),
+        )
         for function, qualname in _functions(module.body, ())
     ]
     calls: dict[str, list[Route]] = {}
@@ -178,7 +213,9 @@ def refusals(source: str, file: str) -> list[Refusal]:
         name = walker.call_name
         callers = tuple(calls.get(name, ())) if name and name.startswith("_") else ()
         for refusal in walker.found:
-            refusal = dataclasses.replace(refusal, callers=callers)
+            refusal = dataclasses.replace(
+                refusal, callers=callers, entered=te_values.entered, entries=te_values.entries
+            )
             architectures = tuple(arch for arch in ARCHITECTURES if refusal.may_fire(arch, {}))
             if architectures:
                 found.append(dataclasses.replace(refusal, architectures=architectures))
@@ -213,11 +250,12 @@ class _Walker:
         function: ast.FunctionDef,
         qualname: str,
         forwarded: Mapping[str, ast.expr],
+        fixed: Mapping[str, Fixed],
     ) -> None:
         self.source = source
         self.file = file
         self.qualname = qualname
-        self.scope = Scope(function, forwarded)
+        self.scope = Scope(function, forwarded, fixed)
         self.backward = bool(BACKWARD.search(f"{PurePosixPath(file).stem}.{qualname}"))
         self.call_name = _call_name(qualname)
         self.found: list[Refusal] = []

@@ -4,9 +4,13 @@ A refusal under `if arch // 10 == 12:` that asserts `not is_split_kv` fires only
 is in use. To ask TE's selector about it, the miner needs three facts per feature, written down
 here rather than guessed from spellings: the kernel variables that carry it, the values they
 hold when it is on and off (so a test's polarity is evaluated, not pattern-matched), and the
-selector inputs that turn it on (`selector_patch.scenario.INPUTS`). A feature TE cannot turn
-on, or that the scenario vocabulary cannot express, has no triggers and says why: refusals that
-need it are reported as unmapped with that reason, never dropped.
+selector inputs that turn it on (`selector_patch.scenario.INPUTS`). A feature that the scenario
+vocabulary cannot express has no triggers and says why: refusals that need it are reported as
+unmapped with that reason, never dropped. A row is only consulted where TE's calls leave its
+variables free (`lint_plugin.mine.cute.reach`): the kernel parameters TE never passes (`mask_mod`,
+block sparsity, `qv`, `gather_kv_indices`, `page_table` in every release so far) are fixed by
+those calls, and refusals on them are unreachable through TE; their rows speak where TE's calls
+are not known (a selector file outside a TE tree) or a release starts passing them.
 
 Kernel variables absent from the table stay unknown. On a path that only means "some call
 takes it" (`if compile_key not in cache:`); in a refusal's own test it means the table cannot
@@ -94,6 +98,17 @@ FEATURES: tuple[Feature, ...] = (
         "TE exposes the learnable sink as softmax_type='learnable'",
     ),
     Feature(
+        "per-sequence lengths (seqused)",
+        {"seqused_q": (PASSED, None), "seqused_k": (PASSED, None)},
+        (
+            Condition("qkv_layout", "==", "thd_thd_thd"),
+            Condition("pad_between_seqs", "==", True),
+        ),
+        # TE 2.20+ pass `seqused_q`/`seqused_k` (the unpadded lengths) to FA4's varlen entry
+        # point for THD inputs with `pad_between_seqs` (backends.py, the FA4 call).
+        "TE passes seqused_q/seqused_k to FA4 for THD inputs with pad_between_seqs",
+    ),
+    Feature(
         "paged KV cache",
         {"page_table": (PASSED, None)},
         (),
@@ -105,31 +120,47 @@ FEATURES: tuple[Feature, ...] = (
         "mask_mod",
         {"mask_mod": (PASSED, None)},
         (),
-        "TE's AttentionParams has no mask_mod input",
+        "the scenario vocabulary has no mask_mod input",
     ),
     Feature(
         "block sparsity",
         {"block_sparse_tensors": (PASSED, None), "use_block_sparsity": (True, False)},
         (),
-        "TE's AttentionParams has no block-sparsity input",
+        "the scenario vocabulary has no block-sparsity input",
     ),
     Feature(
         "qv (absorbed MLA)",
         {"qv": (PASSED, None)},
         (),
-        "TE's AttentionParams has no qv input",
+        "the scenario vocabulary has no qv input",
     ),
     Feature(
         "gathered KV (sparse MLA)",
         {"gather_kv_indices": (PASSED, None)},
         (),
-        "TE's AttentionParams has no gather_kv_indices input",
+        "the scenario vocabulary has no gather_kv_indices input",
     ),
     Feature(
         "FP8 inputs",
         {"is_fp8": (True, False)},
-        (),
-        # FP8 attention is `fp8` plus a recipe in `fp8_meta`; the scenario vocabulary is BF16.
-        "the scenario vocabulary has no FP8 (fp8, fp8_meta recipe) input",
+        (Condition("qkv_dtype", "==", "float8_e4m3fn"),),
+        # FA4 derives `is_fp8` from `v.dtype`; TE passes its q/k/v as they are, of
+        # `AttentionParams.qkv_dtype` (FP8 attention: `fp8_dpa` with an FP8 recipe).
+        "TE passes FP8 q/k/v (qkv_dtype float8_e4m3fn) to FA4 as they are",
     ),
 )
+
+#: Kernel variables holding the head dims (q/k, v): not a feature turned on or off, but a
+#: dimension each refusal reading them is judged along (`lint_plugin.mine.head_dims`).
+HEAD_DIM_VARIABLES = ("head_dim", "head_dim_v")
+#: Bytes per element of the plain call's dtype (`qkv_dtype` bfloat16): FA4 derives its head-dim
+#: `alignment = 16 // v.element_size()` from it.
+PLAIN_ELEMENT_SIZE = 2
+
+
+def head_dim_bindings(head_dim: int) -> dict[str, Any]:
+    """Kernel variables for a call with q/k and v of one head dim, in the plain call's dtype."""
+    return {
+        **{name: head_dim for name in HEAD_DIM_VARIABLES},
+        "alignment": 16 // PLAIN_ELEMENT_SIZE,
+    }
