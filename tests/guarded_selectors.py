@@ -10,8 +10,6 @@ names what the guards must switch off for it.
 
 from __future__ import annotations
 
-import functools
-
 from codemods.apply import transform
 from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.scenario import Scenario
@@ -27,12 +25,13 @@ OVERBROAD_TEA001_GUARD = (
 def patched(text: str, hazards=HAZARDS) -> str:
     """`text` with the codemod's guards for `hazards` inserted (once per session: the codemod
     is a function of the text, and its self-check runs the harness)."""
-    return _patched(text, tuple(hazards))
+    key = (text, repr(tuple(hazards)))  # a hazard holds dicts: its repr is its identity here
+    if key not in _PATCHED:
+        _PATCHED[key] = transform(text, hazards)[0]
+    return _PATCHED[key]
 
 
-@functools.cache
-def _patched(text: str, hazards: tuple) -> str:
-    return transform(text, hazards)[0]
+_PATCHED: dict[tuple[str, str], str] = {}
 
 
 def overbroad(text: str) -> str:
