@@ -53,6 +53,45 @@ def release() -> Callable[[str], SelectorSource]:
     return get
 
 
+class CodemodResult:
+    """A release's selector before and after `codemods.apply.transform`, and the selection diff
+    of the two; each computed once per session (the diff asks both selectors some 100,000
+    requests on the newest releases, and two test modules judge it)."""
+
+    def __init__(self, source: SelectorSource) -> None:
+        from codemods.apply import transform
+        from selector_patch.registry import HAZARDS
+
+        self.source = source
+        self.original = source.path.read_text()
+        self.result, self.statuses = transform(self.original, HAZARDS)
+        self._report: dict | None = None
+
+    @property
+    def selection_report(self) -> dict:
+        if self._report is None:
+            from codemods.selection import selection_report
+            from selector_patch.registry import HAZARDS
+
+            self._report = selection_report(
+                self.source, self.original, self.result, HAZARDS, quiet=True
+            )
+        return self._report
+
+
+@pytest.fixture(scope="session")
+def codemod_result(release) -> Callable[[str], CodemodResult]:
+    """`codemod_result("2.17.1")`: the codemod's result on a release, once per session."""
+    results: dict[str, CodemodResult] = {}
+
+    def get(version: str) -> CodemodResult:
+        if version not in results:
+            results[version] = CodemodResult(release(version))
+        return results[version]
+
+    return get
+
+
 @pytest.fixture(scope="session")
 def te_cxx() -> Path:
     """The directory of per-release C++ trees; the test skips where it or a compiler is absent."""

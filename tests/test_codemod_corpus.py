@@ -18,7 +18,6 @@ from packaging.version import Version
 
 from codemods.apply import transform
 from codemods.plan import plan_insertions
-from codemods.selection import selection_report
 from lint_plugin.engine.analysis import analyze_source, guarded_together
 from lint_plugin.engine.dialect import find_selectors
 from selector_patch.harness import load_selector
@@ -50,15 +49,11 @@ def black_clean(code: str) -> bool:
     return False
 
 
-@pytest.fixture(scope="module")
-def patched(release):
-    cache = {}
-
+@pytest.fixture
+def patched(codemod_result):
     def get(version: str) -> tuple[str, str, dict[str, str]]:
-        if version not in cache:
-            original = release(version).path.read_text()
-            cache[version] = (original, *transform(original, HAZARDS))
-        return cache[version]
+        result = codemod_result(version)
+        return result.original, result.result, result.statuses
 
     return get
 
@@ -87,7 +82,7 @@ def test_inserts_only_guards_and_is_idempotent(version, patched) -> None:
 
 
 @pytest.mark.parametrize("version", CORPUS_RELEASES)
-def test_harness_proves_the_result(version, release, patched) -> None:
+def test_harness_proves_the_result(version, release, patched, codemod_result) -> None:
     original, result, statuses = patched(version)
     selector = load_selector(release(version), text=result)
     for report in verify(selector):
@@ -96,7 +91,7 @@ def test_harness_proves_the_result(version, release, patched) -> None:
     if not inserted:
         assert result == original
         return
-    report = selection_report(release(version), original, result, HAZARDS, quiet=True)
+    report = codemod_result(version).selection_report
     assert report["outside_hazards"] == 0, [d["region"] for d in report["differences"]]
     assert report["differences"], "the guards change no request of the grid"
     for difference in report["differences"]:

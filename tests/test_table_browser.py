@@ -131,17 +131,11 @@ class RenderedDiff(HTMLParser):
             self.rows[-1] = (header + data, cells)
 
 
-def test_the_selection_diff_page_renders_the_hazards_regions(release, tmp_path):
-    from codemods.apply import transform
-    from codemods.selection import selection_report
-    from selector_patch.registry import HAZARDS, get_hazard
+def test_the_selection_diff_page_renders_the_hazards_regions(codemod_result, tmp_path):
+    from selector_patch.registry import get_hazard
     from selector_patch.selection_diff import page as diff_page
 
-    source = release("2.17.1")
-    original = source.path.read_text()
-    report = selection_report(
-        source, original, transform(original, HAZARDS)[0], HAZARDS, quiet=True
-    )
+    report = codemod_result("2.17.1").selection_report
     path = tmp_path / "diff.html"
     path.write_text(diff_page.render(report), encoding="utf-8")
     assert "<td" not in path.read_text(encoding="utf-8")  # only the script makes cells
