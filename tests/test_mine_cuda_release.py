@@ -119,7 +119,8 @@ def test_analyzer_and_harness_agree_and_nothing_is_dropped(mined, verdicts):
         for verdict in found:
             assert (verdict.status == UNMAPPED) == (verdict.case.unmapped is not None)
             assert verdict.detail
-    assert {GUARDED, UNGUARDED, UNMAPPED} <= {v.status for v in verdicts["2.8.3"]}
+    # Every refusal of 2.8.3 is judged: its fp16/bf16 checks are `qkv_dtype` triggers now.
+    assert {v.status for v in verdicts["2.8.3"]} == {GUARDED, UNGUARDED}
 
 
 def test_across_releases_the_refusal_becomes_a_silent_no_op(verdicts):
