@@ -310,8 +310,9 @@ def test_the_analysis_binds_and_renders_an_input_te_reads_as_is(dialect) -> None
     assert dialect.condition_source(softcapped) == "softcap > 0.0"
     assert dialect.bindings("softcap", Scenario(softcap=30.0)) == {"softcap": 30.0}
     assert dialect.sees("cp_comm_type") and dialect.sees("pad_between_seqs")
-    # a dtype or a recipe is an object TE builds: the selector has no field holding the name
-    assert not dialect.sees("qkv_dtype") and dialect.bindings("fp8_recipe", FA2) == {}
+    # a dtype is bound as the torch dtype the field holds (`torch.float8_e4m3fn`); a recipe is
+    # an object TE builds, with no field holding its name
+    assert dialect.sees("qkv_dtype") and dialect.bindings("fp8_recipe", FA2) == {}
 
 
 def test_a_trigger_on_any_input_has_witnesses_and_is_refused_where_inexpressible(
