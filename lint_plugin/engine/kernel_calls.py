@@ -3,7 +3,8 @@
 TE 2.16+ defer FA4's head-dim support to FA4's own `_validate_head_dims`: TE's import-time code
 installs it as `FlashAttentionUtils.v4_validate_head_dims`, and the selector calls it in a `try`
 that switches FA4 off on its `AssertionError`. The harness runs the installed release's function
-(`selector_patch.harness.kernels`); so does the analysis, on the witnesses it runs. The
+(`selector_patch.harness.kernels`); so does the analysis, on the witnesses it runs, where its
+`Facts` say `kernels` (the miner: flake8 and the codemod never import torch or fetch a wheel). The
 attribute is then that function (not None), and where the function refuses every witness the
 call raises (`interpreter.RAISES`): the run goes on in the handler alone. Where it accepts some,
 or the witnesses pin no FA4 release, the call stays unknown, which may raise or not.
