@@ -57,6 +57,8 @@ def get_attention_backend(attention_params=None):
     deterministic = attention_params.deterministic
     is_training = attention_params.is_training
 {backward}    num_splits = attention_params.num_splits
+    qkv_layout = attention_params.qkv_layout
+    pad_between_seqs = attention_params.pad_between_seqs
     device_compute_capability = get_device_compute_capability()
 
     use_flash_attention = int(os.environ.get("NVTE_FLASH_ATTN", "1"))
@@ -406,6 +408,89 @@ SM8X_BACKWARD_INVALID = (
     ),
 )
 
+#: Both head-dim-256 seqused guards, TE 2.19+ passing seqused to FA4 (TEA006 the forward's,
+#: TEA007 the backward's: `requires_backward` too).
+_HD256_SEQUSED_GUARD = """
+    if (
+        use_flash_attention_4
+        and head_dim_qk == 256
+        and head_dim_v == 256
+        and pad_between_seqs
+        and (10, 0) <= device_compute_capability < (12, 0)
+    ):
+        use_flash_attention_4 = False
+"""
+#: TE 2.15 - 2.18: FA4 (and FA2) off for packed sequences with padding between them, the
+#: format read through TE's own module-level `get_qkv_format` (run where it is called).
+_TE_2_18_THD_FILTER = """
+    qkv_format, q_format, kv_format = get_qkv_format(qkv_layout, None)
+    if qkv_format == "thd" and pad_between_seqs:
+        use_flash_attention_2 = False
+        use_flash_attention_4 = False
+"""
+_GET_QKV_FORMAT = """
+def get_qkv_format(qkv_layout="bshd_bshd_bshd", inference_params=None):
+    splited = qkv_layout.replace("paged_kv_", "").split("_")
+    if inference_params is not None:
+        q_format = "".join([i for i in splited[0] if i.isalpha()])
+        kv_format = "".join([i for i in splited[1] if i.isalpha()])
+        qkv_format = q_format + "_2" + kv_format if q_format != kv_format else q_format
+    else:
+        qkv_format = "".join([i for i in splited[0] if i.isalpha()])
+        q_format = qkv_format
+        kv_format = qkv_format
+    return qkv_format, q_format, kv_format
+"""
+
+
+def _hd256_seqused_examples(backward: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """VALID and INVALID selectors for TEA006 (`backward` False) and TEA007."""
+    guard = _HD256_SEQUSED_GUARD
+    if backward:
+        guard = guard.replace(
+            "and pad_between_seqs", "and pad_between_seqs\n        and requires_backward"
+        )
+    valid = (
+        te2_example(compute_capability=guard),
+        # TE 2.15 - 2.18 switch FA4 off for THD with padding between sequences
+        with_module_code(_GET_QKV_FORMAT, te2_example(compute_capability=_TE_2_18_THD_FILTER)),
+        # the family tested as TE's own FA4 filters test it, in the head-dim section
+        te2_example(
+            head_dim=guard.replace(
+                "(10, 0) <= device_compute_capability < (12, 0)",
+                "device_compute_capability[0] in (10, 11)",
+            )
+        ),
+    )
+    invalid = (
+        # TE 2.19 - 2.20.2: seqused passed to FA4, nothing filters head dim 256
+        te2_example(),
+        # sm100 only: sm103 and sm110 run the same dedicated kernels
+        te2_example(
+            compute_capability=guard.replace(
+                "(10, 0) <= device_compute_capability < (12, 0)",
+                "device_compute_capability == (10, 0)",
+            )
+        ),
+        # TE 2.18's filter with the format misread: `qkv_layout` is never "thd"
+        te2_example(
+            compute_capability=_TE_2_18_THD_FILTER.replace(
+                "    qkv_format, q_format, kv_format = get_qkv_format(qkv_layout, None)\n", ""
+            ).replace("qkv_format ==", "qkv_layout ==")
+        ),
+    )
+    if not backward:
+        # keyed on the backward: a forward-only call still asserts in the forward
+        invalid += (
+            te2_example(
+                compute_capability=guard.replace(
+                    "and pad_between_seqs", "and pad_between_seqs\n        and requires_backward"
+                )
+            ),
+        )
+    return valid, invalid
+
+
 _FA2_GUARD = """
     if (
         use_flash_attention_2
@@ -603,6 +688,8 @@ _HAZARD_EXAMPLES = {
     "TEA003": (SPLIT_KV_VALID, SPLIT_KV_INVALID),
     "TEA004": (SPLIT_HEURISTIC_VALID, SPLIT_HEURISTIC_INVALID),
     "TEA005": (SM8X_BACKWARD_VALID, SM8X_BACKWARD_INVALID),
+    "TEA006": _hd256_seqused_examples(backward=False),
+    "TEA007": _hd256_seqused_examples(backward=True),
 }
 
 RULES: dict[str, Rule] = {

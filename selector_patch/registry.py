@@ -435,6 +435,112 @@ FA4_SM8X_BACKWARD = Hazard(
     te_releases="2.15.0 onward (2.19.0 and newer switch FA4 off below sm90 themselves)",
 )
 
+#: Where flash-attn-4 runs its dedicated head-dim-256 SM 10.x kernels: `arch // 10 in [10, 11]`
+#: (4.0.0b15 on; 4.0.0b11 - 4.0.0b14 test `arch // 10 == 10`).
+SM10X_SM11X = ((10, 0), (10, 3), (11, 0))
+#: The head dims of flash-attn-4's dedicated kernels, with per-sequence lengths: TE passes
+#: `seqused_q` / `seqused_k` to FA4 whenever there is padding between sequences.
+HD256_PADDED_BETWEEN_SEQS = (
+    Condition("head_dim_qk", "==", 256),
+    Condition("head_dim_v", "==", 256),
+    Condition("pad_between_seqs", "==", True),
+)
+#: Packed sequences (THD) with padding between them: where TE reads `pad_between_seqs`.
+PACKED_WITH_PADDING = {"qkv_layout": "thd_thd_thd", "attn_mask_type": "padding_causal"}
+#: The controls both head-dim-256 seqused hazards share: each trigger and the architecture.
+HD256_SEQUSED_CONTROLS = (
+    Control("no padding between sequences", {"pad_between_seqs": False}),
+    Control("head dim 128", {"head_dim_qk": 128, "head_dim_v": 128}),
+    Control("sm90", {"compute_capability": (9, 0)}),
+    Control("sm120", {"compute_capability": (12, 0)}),
+)
+#: Why TE 2.19 and newer reach these refusals and 2.15 - 2.18 do not.
+HD256_SEQUSED_TE = (
+    " TE 2.19 and newer pass `seqused_q` / `seqused_k` to FA4's `flash_attn_varlen_func`"
+    " whenever `pad_between_seqs` (2.20.2: backends.py:1251); 2.15 - 2.18 pass none and switch"
+    " FA4 off for THD with padding between sequences"
+)
+
+FA4_SM100_HD256_SEQUSED_FORWARD = Hazard(
+    id="TEA006",
+    backend="FA4",
+    title=(
+        "FlashAttention 4 < 4.0.0b31 chosen for head dim 256 with padding between sequences on"
+        " SM 10.x / 11.0"
+    ),
+    architectures=SM10X_SM11X,
+    triggers=HD256_PADDED_BETWEEN_SEQS,
+    message=(
+        "Disabling FlashAttention 4 < 4.0.0b31 for head_dim 256 with padding between sequences on"
+        " sm100/sm103/sm110: its dedicated head-dim-256 forward does not support"
+        " seqused_q/seqused_k."
+    ),
+    section="compute_capability",
+    evidence=Evidence(
+        package="flash-attn-4",
+        file=FA4_INTERFACE,
+        line=1318,
+        text=(
+            "assert seqused_q is None and seqused_k is None, "
+            '"SM100 forward with head_dim=256 does not support seqused_q/seqused_k"'
+        ),
+        affected=">=4.0.0b11,<4.0.0b31",
+        reference=(
+            "forward (`_flash_attn_fwd`), branch `use_dedicated_hd256_kernel`: from 4.0.0b11"
+            " (line 858; 4.0.0b24: line 907) through 4.0.0b30; 4.0.0b31 supports seqused in"
+            " its head-dim-256 forward." + HD256_SEQUSED_TE
+        ),
+    ),
+    kernel_version="4.0.0b24",
+    witness_shapes=({**PACKED_WITH_PADDING, "backward": False},),
+    controls=(
+        *HD256_SEQUSED_CONTROLS,
+        Control("FA4 4.0.0b31", {"flash_attn_4": "4.0.0b31"}),
+    ),
+    te_releases="2.19.0 onward (2.15.0 - 2.18.0 pass no seqused to FA4)",
+)
+
+FA4_SM100_HD256_SEQUSED_BACKWARD = Hazard(
+    id="TEA007",
+    backend="FA4",
+    title=(
+        "FlashAttention 4 < 4.0.0b33 chosen for a head-dim-256 backward with padding between"
+        " sequences on SM 10.x / 11.0"
+    ),
+    architectures=SM10X_SM11X,
+    triggers=(*HD256_PADDED_BETWEEN_SEQS, Condition("backward", "==", True)),
+    message=(
+        "Disabling FlashAttention 4 < 4.0.0b33 for backward with head_dim 256 and padding"
+        " between sequences on sm100/sm103/sm110: its dedicated head-dim-256 backward does not"
+        " support seqused_q/seqused_k."
+    ),
+    section="compute_capability",
+    evidence=Evidence(
+        package="flash-attn-4",
+        file=FA4_INTERFACE,
+        line=2577,
+        text=(
+            "assert seqused_q is None and seqused_k is None, "
+            '"SM100 backward with head_dim=256 does not support seqused_q/seqused_k"'
+        ),
+        affected=">=4.0.0b11,<4.0.0b33",
+        reference=(
+            "backward (`_flash_attn_bwd`), branch `use_dedicated_hd256_kernel`: from 4.0.0b11"
+            " (line 1711; 4.0.0b24: line 1907) through 4.0.0b32; 4.0.0b33 supports seqused in"
+            " its head-dim-256 backward." + HD256_SEQUSED_TE
+        ),
+    ),
+    kernel_version="4.0.0b24",
+    older_kernel_versions=("4.0.0b32",),
+    witness_shapes=tuple({**PACKED_WITH_PADDING, **shape} for shape in WITH_BACKWARD),
+    controls=(
+        *HD256_SEQUSED_CONTROLS,
+        *FORWARD_ONLY,
+        Control("FA4 4.0.0b33", {"flash_attn_4": "4.0.0b33"}),
+    ),
+    te_releases="2.19.0 onward (2.15.0 - 2.18.0 pass no seqused to FA4)",
+)
+
 FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD = Hazard(
     id="TEA002",
     backend="FA2",
@@ -581,6 +687,8 @@ HAZARDS: tuple[Hazard, ...] = (
     FA4_SM12X_SPLIT_KV_FORWARD,
     FA4_SM12X_SPLIT_HEURISTIC_FORWARD,
     FA4_SM8X_BACKWARD,
+    FA4_SM100_HD256_SEQUSED_FORWARD,
+    FA4_SM100_HD256_SEQUSED_BACKWARD,
 )
 
 

@@ -80,18 +80,21 @@ def installed(source):
 PATCHES: dict[str, Callable] = {"codemod": codemod, "runtime patch": installed}
 
 
-def table(patched, unpatched, te_version: str, cases: Cases) -> list[tuple]:
+def table(
+    patched, unpatched, te_version: str, cases: Cases, fa4_releases=FA4_RELEASES
+) -> list[tuple]:
     """(FA4 release, request, expected, what the patched selector picked, as expected?)."""
     rows = []
-    for fa4 in FA4_RELEASES:
+    for fa4 in fa4_releases:
         for name, (scenario, expected) in cases(te_version, fa4).items():
             got, before = patched.select(scenario), unpatched.select(scenario)
             rows.append((fa4, name, expected, answer(got), meets(expected, got, before)))
     return rows
 
 
-def assert_table(patch: str, source, unpatched, cases: Cases) -> None:
-    """Every request of `cases` answered as expected by `source` patched by `patch`."""
-    rows = table(PATCHES[patch](source), unpatched, source.te_version, cases)
+def assert_table(patch: str, source, unpatched, cases: Cases, fa4_releases=FA4_RELEASES) -> None:
+    """Every request of `cases` answered as expected by `source` patched by `patch`, for each
+    FA4 release of `fa4_releases`."""
+    rows = table(PATCHES[patch](source), unpatched, source.te_version, cases, fa4_releases)
     wrong = [row for row in rows if not row[-1]]
     assert not wrong, "\n".join(map(str, wrong))

@@ -4,7 +4,8 @@ The harness runs TE's own selector on a virtual device; the analyzer reads its A
 release and hazard they must agree on applicable / reachable - a disagreement is a bug in one
 of them. The issue's expectation is asserted too: TEA001 exists from 2.15.0 (the first FA4
 path), TEA002 is reachable from 2.1.0 (whose FA2 head-dim > 192 allowlist admits sm120), TEA005
-in 2.15.0 - 2.18.0 only (2.19.0 switches FA4 off below sm90).
+in 2.15.0 - 2.18.0 only (2.19.0 switches FA4 off below sm90), TEA006 and TEA007 from 2.19.0 on
+(2.15.0 - 2.18.0 switch FA4 off for THD with padding between sequences).
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ FIRST_FA4 = Version("2.15.0")
 FIRST_SM120_ALLOWLIST = Version("2.1.0")
 #: TE's own FA4 filter below sm90 (2.15 - 2.18 stop at sm80): TEA005 is guarded from here on.
 UPSTREAM_SM8X_FILTER = Version("2.19.0")
+#: The first release keeping FA4 for THD with padding between sequences (it passes seqused).
+FA4_SEQUSED = Version("2.19.0")
+HD256_SEQUSED = ("TEA006", "TEA007")
 
 
 @functools.lru_cache(maxsize=None)
@@ -68,6 +72,9 @@ def test_analyzer_agrees_with_harness(version, release, load_te_selector) -> Non
     assert verdicts["TEA002"].reachable == (Version(version) >= FIRST_SM120_ALLOWLIST)
     assert verdicts["TEA005"].applicable == (Version(version) >= FIRST_FA4)
     assert verdicts["TEA005"].reachable == (FIRST_FA4 <= Version(version) < UPSTREAM_SM8X_FILTER)
+    for hazard_id in HD256_SEQUSED:
+        assert verdicts[hazard_id].applicable == (Version(version) >= FIRST_FA4)
+        assert verdicts[hazard_id].reachable == (Version(version) >= FA4_SEQUSED)
 
 
 @pytest.mark.parametrize("version", CORPUS_RELEASES)
@@ -78,6 +85,8 @@ def test_plugin_codes_per_release(version, release) -> None:
     assert ("TEA001" in codes) == (Version(version) >= FIRST_FA4)
     assert ("TEA002" in codes) == (Version(version) >= FIRST_SM120_ALLOWLIST)
     assert ("TEA005" in codes) == (FIRST_FA4 <= Version(version) < UPSTREAM_SM8X_FILTER)
+    for hazard_id in HD256_SEQUSED:
+        assert (hazard_id in codes) == (Version(version) >= FA4_SEQUSED)
     assert not {code for code in codes if code.startswith("TEA9")}
 
 
@@ -106,6 +115,8 @@ def test_flake8_on_2_20_2_points_where_a_reviewer_would(release) -> None:
     split_kv = "if use_flash_attention_4 and device_compute_capability < (10, 0):"
     assert found == {
         ("TEA001", fa4_enable),
+        ("TEA006", fa4_enable),  # no filter of 2.20.2 reads pad_between_seqs for FA4
+        ("TEA007", fa4_enable),
         ("TEA101", fa4_enable),
         ("TEA002", allowlist),
         ("TEA003", split_kv),

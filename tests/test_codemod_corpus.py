@@ -30,14 +30,17 @@ BLACK = black.Mode(line_length=100)
 
 def expected_statuses(version: str) -> dict[str, str]:
     """TEA001/003/004 exist with FA4 (2.15+); TEA002 is reachable once sm120 is in FA2's > 192
-    list (2.1+); TEA005 until TE's own FA4 filter moves from below sm80 to below sm90 (2.19)."""
+    list (2.1+); TEA005 until TE's own FA4 filter moves from below sm80 to below sm90 (2.19);
+    TEA006/007 once TE keeps FA4 for THD with padding between sequences (2.19)."""
     fa4 = "inserted" if Version(version) >= Version("2.15") else "not-applicable"
+    seqs = "already-guarded" if fa4 == "inserted" else fa4
     return {
         "TEA001": fa4,
         "TEA002": "inserted" if Version(version) >= Version("2.1") else "already-guarded",
         "TEA003": fa4,
         "TEA004": fa4,
         "TEA005": "already-guarded" if Version(version) >= Version("2.19") else fa4,
+        **dict.fromkeys(("TEA006", "TEA007"), fa4 if Version(version) >= Version("2.19") else seqs),
     }
 
 

@@ -95,7 +95,14 @@ def test_hazards_round_trip_through_their_mapping() -> None:
 
 def test_skip_and_selector_functions() -> None:
     config = config_from_table({"skip": ["TEA002"], "selector-functions": ["pick_backend"]})
-    assert [h.id for h in config.hazards] == ["TEA001", "TEA003", "TEA004", "TEA005"]
+    assert [h.id for h in config.hazards] == [
+        "TEA001",
+        "TEA003",
+        "TEA004",
+        "TEA005",
+        "TEA006",
+        "TEA007",
+    ]
     assert config.selector_functions == ("pick_backend",)
 
 
@@ -118,6 +125,8 @@ def test_a_declared_hazard_is_flagged_inserted_and_enforced(tmp_path: Path, rele
     statuses = {h["id"]: h["status"] for h in json.loads(applied.stdout)[0]["hazards"]}
     assert statuses == {f"TEA00{n}": "inserted" for n in (1, 2, 3, 4)} | {
         "TEA005": "already-guarded",  # 2.20.2 switches FA4 off below sm90 itself
+        "TEA006": "inserted",
+        "TEA007": "inserted",
         "TEA010": "inserted",
     }
     assert subprocess.run(lint, cwd=REPO, capture_output=True, text=True).stdout == ""

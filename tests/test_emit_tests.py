@@ -89,7 +89,9 @@ def test_each_release_gets_the_hazards_the_codemod_inserted(emitted):
     assert tables == {
         "2.14.1": ["TEA002"],  # no FA4 path yet
         "2.17.1": ["TEA001", "TEA002", "TEA003", "TEA004", "TEA005"],
-        "2.20.2": ["TEA001", "TEA002", "TEA003", "TEA004"],  # TE's own filter guards TEA005
+        # TE's own filters guard TEA005 (its FA4 filter below sm90) and TEA006/007 (THD with
+        # padding between sequences) in 2.17.1
+        "2.20.2": ["TEA001", "TEA002", "TEA003", "TEA004", "TEA006", "TEA007"],
     }
     assert "def test_tea005_witness_does_not_select_fa4(te_selector, case):" in tests["2.17.1"]
     assert "def test_tea005_control_keeps_fa4(te_selector, case):" in tests["2.17.1"]

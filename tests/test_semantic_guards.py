@@ -2,7 +2,8 @@
 
 A fork maintainer moves a guard's condition out of the selector: the FA2 dropout guard tests
 `device_compute_capability in _SMEM_99KB` with `_SMEM_99KB = frozenset({...})` at module level,
-and the FA4 determinism guard calls a module-level predicate. The harness (`verify`) says each
+and the FA4 determinism guard calls a module-level predicate, or a module-level function with
+statements. The harness (`verify`) says each
 hazard is not reachable; the static judges (flake8 and the codemod) must agree: silent, and
 `already-guarded` with nothing inserted. The small shapes are the rules' own examples
 (`lint_plugin.rules`, run by `tests/test_rules.py`).
@@ -59,9 +60,31 @@ def module_predicate(text: str) -> str:
     )
 
 
+def module_function(text: str) -> str:
+    """The FA4 determinism guard's condition in a module-level function with statements, run
+    where it is called as TE's own `get_qkv_format` is."""
+    assert text.count(FA4_GUARD) == 1
+    text = text.replace(
+        FA4_GUARD,
+        "    if use_flash_attention_4 and requires_backward and _fa4_cannot_run_deterministic(\n"
+        "        device_compute_capability, deterministic=deterministic\n"
+        "    ):",
+    )
+    return _with_module_code(
+        text,
+        "def _fa4_cannot_run_deterministic(capability, family=None, deterministic=True):\n"
+        "    major, _ = capability\n"
+        "    if not deterministic:\n"
+        "        return False\n"
+        "    family = str(major)\n"
+        "    return family.startswith('12')\n",
+    )
+
+
 VARIANTS = [
     pytest.param(frozenset_constant, "TEA002", id="frozenset-constant"),
     pytest.param(module_predicate, "TEA001", id="module-predicate"),
+    pytest.param(module_function, "TEA001", id="module-function"),
 ]
 
 

@@ -46,12 +46,15 @@ def test_unpatched_2_20_2_reports_every_hazard_on_sm120(release):
     assert report["te_version"] == "2.20.2"
     assert report["source"].endswith("pytorch/attention/dot_product_attention/utils.py")
     by_id = {hazard["id"]: hazard for hazard in report["hazards"]}
-    assert list(by_id) == ["TEA001", "TEA002", "TEA003", "TEA004", "TEA005"]
+    assert list(by_id) == [hazard.id for hazard in HAZARDS]
     for hazard in by_id.values():
         assert hazard["applicable"]
         assert hazard["controls"]["failed"] == [] and hazard["controls"]["passed"] > 0
     sm8x_backward = by_id.pop("TEA005")  # 2.19 switches FA4 off below sm90 itself
     assert not sm8x_backward["reachable"] and sm8x_backward["witness"] is None
+    for hazard_id in ("TEA006", "TEA007"):  # 2.19 passes seqused to FA4 for THD with padding
+        hd256 = by_id.pop(hazard_id)
+        assert hd256["reachable"] and hd256["witness"]["compute_capability"] == [10, 0]
     for hazard in by_id.values():
         assert hazard["reachable"] and hazard["witness"]["compute_capability"] == [12, 0]
     assert set(by_id["TEA001"]["controls"]) == {"passed", "failed", "skipped"}
@@ -67,6 +70,8 @@ def test_release_without_reachable_hazards_exits_0(release, capsys):
         ("TEA003", False, False),
         ("TEA004", False, False),
         ("TEA005", False, False),
+        ("TEA006", False, False),
+        ("TEA007", False, False),
     ]
 
 
@@ -107,10 +112,11 @@ def test_human_output_is_one_line_per_hazard(release, capsys):
     assert lines[0].endswith("(TE 2.20.2)")
     assert lines[1] == "  fused answer assumed: F16_arbitrary_seqlen (no TE C++ for 2.20.2)"
     for line, hazard in zip(lines[2:], HAZARDS, strict=True):
+        sm = "sm100" if hazard.id in ("TEA006", "TEA007") else "sm120"
         verdict = (
             "not reachable"
             if hazard.id == "TEA005"
-            else r"REACHABLE on sm120 \(\d+ of \d+ witnesses\)"
+            else rf"REACHABLE on {sm} \(\d+ of \d+ witnesses\)"
         )
         assert re.match(rf"  {hazard.id} {verdict}; controls: ", line), line
 
@@ -125,7 +131,7 @@ def test_human_output_is_one_line_per_hazard(release, capsys):
         (
             ["2.20.2", "--hazard", "TEA999"],
             "2.20.2: unknown hazard 'TEA999'; known:"
-            " ['TEA001', 'TEA002', 'TEA003', 'TEA004', 'TEA005']",
+            " ['TEA001', 'TEA002', 'TEA003', 'TEA004', 'TEA005', 'TEA006', 'TEA007']",
         ),
     ],
 )

@@ -278,6 +278,7 @@ def joint_facts(
         names={**names, **given.names},
         functions=dialect.module_functions,
         predicates=dialect.module_predicates,
+        pure_functions=dialect.module_pure_functions,
     )
 
 

@@ -27,6 +27,7 @@ from packaging.version import InvalidVersion, Version, parse
 from lint_plugin.engine.absint import Value, const
 from lint_plugin.engine.interpret.folding import PURE_BUILTINS
 from lint_plugin.engine.predicates import Predicate, module_predicates
+from lint_plugin.engine.pure_functions import pure_functions
 from lint_plugin.engine.program import (
     descendants,
     function_index,
@@ -236,8 +237,13 @@ class Dialect:
     def _scalar_inputs(self) -> dict[str, str]:
         """Registry inputs read straight from one `AttentionParams` field (`HELD_AS_IS` and the
         dtypes: the field of the same name; a dtype reads as its name, as `torch_dtypes` binds
-        `torch.bfloat16`). Inputs built into TE's objects (a recipe) are not."""
+        `torch.bfloat16`; a head dim, its field, or TE 1.9's one). Inputs built into TE's
+        objects (a recipe) are not."""
+        fields = self.head_dim_fields
+        qk, v = fields[0], fields[-1]
         return {
+            "head_dim_qk": qk,
+            "head_dim_v": v,
             "deterministic": "deterministic",
             "training": "is_training",
             "backward": BACKWARD_FIELD,
@@ -327,8 +333,18 @@ class Dialect:
     def module_predicates(self) -> dict[str, Predicate]:
         """The module's pure predicates (`predicates`), over its constants, pure imports and
         the pure builtins."""
-        pure = {*self.module_names, *self.module_functions, *PURE_BUILTINS}
-        return module_predicates(self.module, pure)
+        return module_predicates(self.module, self._pure_names)
+
+    @cached_property
+    def module_pure_functions(self) -> dict[str, ast.FunctionDef]:
+        """The module's pure functions with statements (`pure_functions`: TE's
+        `get_qkv_format`), run where the selector calls them."""
+        return pure_functions(self.module, self._pure_names, self.module_predicates)
+
+    @property
+    def _pure_names(self) -> set[str]:
+        """What the module's own pure code may read: its constants, pure imports, builtins."""
+        return {*self.module_names, *self.module_functions, *PURE_BUILTINS}
 
     @cached_property
     def torch_dtypes(self) -> dict[str, Value]:

@@ -61,6 +61,8 @@ class Facts(NamedTuple):
     functions: Mapping[str, Callable] = EMPTY_MAPPING
     #: The module's own pure predicates (`predicates.module_predicates`), expanded where called.
     predicates: Mapping[str, Predicate] = EMPTY_MAPPING
+    #: The module's pure functions with statements (`pure_functions`), run where called.
+    pure_functions: Mapping[str, ast.FunctionDef] = EMPTY_MAPPING
     kernels: bool = False
 
 

@@ -28,16 +28,16 @@ class Predicate(NamedTuple):
     expression: ast.expr
 
 
-def module_predicates(module: ast.Module, pure_names: Collection[str]) -> dict[str, Predicate]:
-    """The module's predicates by name. `pure_names` are the names an expression may read
-    besides its parameters and other predicates (constants, pure builtins and imports)."""
-    shapes = {}
+def module_functions(module: ast.Module) -> dict[str, ast.FunctionDef]:
+    """The module's top-level functions that its name always means: defined once, and never
+    rebound by an assignment or an import (a call of the name is a call of that body)."""
+    definitions: dict[str, ast.AST] = {}
     rebound = set()
     for node in module.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node.name in shapes:
+            if node.name in definitions:
                 rebound.add(node.name)
-            shapes[node.name] = _shape(node) if isinstance(node, ast.FunctionDef) else None
+            definitions[node.name] = node
         elif isinstance(
             node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom)
         ):
@@ -46,7 +46,18 @@ def module_predicates(module: ast.Module, pure_names: Collection[str]) -> dict[s
                     rebound.add(target.id)
                 elif isinstance(target, ast.alias):
                     rebound.add(target.asname or target.name.partition(".")[0])
-    candidates = {name: shape for name, shape in shapes.items() if shape and name not in rebound}
+    return {
+        name: node
+        for name, node in definitions.items()
+        if isinstance(node, ast.FunctionDef) and name not in rebound
+    }
+
+
+def module_predicates(module: ast.Module, pure_names: Collection[str]) -> dict[str, Predicate]:
+    """The module's predicates by name. `pure_names` are the names an expression may read
+    besides its parameters and other predicates (constants, pure builtins and imports)."""
+    shapes = {name: _shape(node) for name, node in module_functions(module).items()}
+    candidates = {name: shape for name, shape in shapes.items() if shape}
     allowed = set(pure_names) | set(candidates)
     return {
         name: predicate for name, predicate in candidates.items() if _reads_only(predicate, allowed)

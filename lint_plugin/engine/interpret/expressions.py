@@ -34,6 +34,7 @@ from lint_plugin.engine.interpret.folding import (
 )
 from lint_plugin.engine.interpret.frames import RAISES, Frame, LocalFunction, Unreachable
 from lint_plugin.engine.program import dotted_name
+from lint_plugin.engine.pure_functions import PURE_METHODS
 
 #: Nested helper calls inlined before a call's effect is over-approximated instead.
 MAX_INLINE_DEPTH = 8
@@ -282,6 +283,17 @@ class Expressions:
         expanded = self._expanded(node, state)
         if expanded is not None:
             return self.eval(expanded, state)
+        if isinstance(func, ast.Name) and func.id not in state.vars:
+            function = self.facts.pure_functions.get(func.id)
+            if function is not None:
+                return self._run_pure(function, node, state)
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in PURE_METHODS
+            and not node.keywords
+            and not self.program.calls_helper(node)
+        ):
+            return self._str_method(func, node, state)
         if (
             isinstance(func, ast.Name)
             and (func.id in PURE_BUILTINS or func.id in self.facts.functions)
@@ -308,6 +320,68 @@ class Expressions:
         if starred:
             return unknown(deps)
         return apply(self.facts.functions.get(name) or PURE_BUILTINS[name], arguments, deps)
+
+    def _str_method(self, func: ast.Attribute, node: ast.Call, state: State) -> Value:
+        """`layout.split("_")` folded where the receiver is a known string (or a choice of
+        them); any other receiver, or a starred argument, is unknown."""
+        operands = [self.eval(func.value, state)]
+        operands += [self.eval(argument, state) for argument in node.args]
+        deps = EMPTY
+        for operand in operands:
+            deps = deps | operand.deps
+        if any(isinstance(argument, ast.Starred) for argument in node.args):
+            return unknown(deps)
+        return apply(getattr(str, func.attr), operands, deps)
+
+    def _run_pure(self, function: ast.FunctionDef, call: ast.Call, state: State) -> Value:
+        """Run a module-level pure function (`pure_functions`) in a scope of its own: its
+        parameters bound to the call's arguments or its defaults, module names from the facts;
+        the caller's state is left as it was. Nested too deep, the result is unknown."""
+        arguments = [self.eval(a, state) for a in call.args]
+        keywords = {k.arg: self.eval(k.value, state) for k in call.keywords}
+        deps = EMPTY
+        for value in (*arguments, *keywords.values()):
+            deps = deps | value.deps
+        caller, caller_stmt = self.frame, self.stmt
+        if (
+            caller.depth >= MAX_INLINE_DEPTH
+            or None in keywords
+            or any(isinstance(a, ast.Starred) for a in call.args)
+        ):
+            return unknown(deps)
+        scope = State({}, state.path)
+        for param, value in self._bound_parameters(function.args, arguments, keywords, scope):
+            self.store(param, value, scope)
+        frame = Frame([], caller.depth + 1)
+        relevant, trace, self.relevant, self.trace = self.relevant, self.trace, None, None
+        try:
+            end = self.block(function.body, scope, frame)
+        finally:
+            self.stmt, self.frame, self.relevant, self.trace = caller_stmt, caller, relevant, trace
+        results = [value for value, _ in frame.returns]
+        if end is not None:
+            results.append(const(None))
+        if not results:
+            raise Unreachable
+        return with_deps(join_all_values(results), deps)
+
+    def _bound_parameters(self, arguments: ast.arguments, positional, keywords, scope: State):
+        """Each parameter and its value at a call: the positional argument, the keyword, the
+        default (evaluated in the function's scope), or else unknown."""
+        params = [*arguments.posonlyargs, *arguments.args]
+        defaults = dict(zip(params[len(params) - len(arguments.defaults) :], arguments.defaults))
+        defaults.update(
+            (a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None
+        )
+        for index, param in enumerate((*params, *arguments.kwonlyargs)):
+            if index < len(params) and index < len(positional):
+                yield param.arg, positional[index]
+            elif param.arg in keywords:
+                yield param.arg, keywords[param.arg]
+            elif param in defaults:
+                yield param.arg, self.eval(defaults[param], scope)
+            else:
+                yield param.arg, unknown()
 
     def _inline(self, function: ast.FunctionDef, call: ast.Call, state: State) -> Value:
         """Run a local helper on the caller's state: closures read it, `nonlocal` writes land."""

@@ -116,10 +116,11 @@ def apply(function: Callable, operands: Sequence[Value], deps: frozenset[str]) -
 
 
 def known_items(iterable: Value) -> tuple | None:
-    """The items of a known tuple, list or frozenset (a frozenset in a stable order)."""
+    """The items of a known tuple, list, string or frozenset (a frozenset in a stable
+    order)."""
     if not iterable.known:
         return None
-    if isinstance(iterable.const, (tuple, list)):
+    if isinstance(iterable.const, (tuple, list, str)):
         return tuple(iterable.const)
     if isinstance(iterable.const, frozenset):
         return tuple(sorted(iterable.const, key=repr))
