@@ -530,8 +530,10 @@ FA4_SM100_HD256_SEQUSED_BACKWARD = Hazard(
             " its head-dim-256 backward." + HD256_SEQUSED_TE
         ),
     ),
-    kernel_version="4.0.0b24",
-    older_kernel_versions=("4.0.0b32",),
+    #: The last release whose backward alone refuses: its forward-only control runs FA4 (with
+    #: 4.0.0b24, TEA006 would refuse it).
+    kernel_version="4.0.0b32",
+    older_kernel_versions=("4.0.0b24",),
     witness_shapes=tuple({**PACKED_WITH_PADDING, **shape} for shape in WITH_BACKWARD),
     controls=(
         *HD256_SEQUSED_CONTROLS,
