@@ -100,13 +100,11 @@ FEATURES: tuple[Feature, ...] = (
     Feature(
         "per-sequence lengths (seqused)",
         {"seqused_q": (PASSED, None), "seqused_k": (PASSED, None)},
-        (
-            Condition("qkv_layout", "==", "thd_thd_thd"),
-            Condition("pad_between_seqs", "==", True),
-        ),
-        # TE 2.20+ pass `seqused_q`/`seqused_k` (the unpadded lengths) to FA4's varlen entry
-        # point for THD inputs with `pad_between_seqs` (backends.py, the FA4 call).
-        "TE passes seqused_q/seqused_k to FA4 for THD inputs with pad_between_seqs",
+        (Condition("pad_between_seqs", "==", True),),
+        # TE 2.19+ pass `seqused_q`/`seqused_k` (the unpadded lengths) to FA4's varlen entry
+        # point whenever `pad_between_seqs` (backends.py, the FA4 call): THD inputs, or BSHD /
+        # SBHD with a padding mask; DotProductAttention infers it for THD only.
+        "TE passes seqused_q/seqused_k to FA4 whenever pad_between_seqs",
     ),
     Feature(
         "paged KV cache",
