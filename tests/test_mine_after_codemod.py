@@ -75,4 +75,5 @@ def test_nothing_is_unguarded_after_the_codemod(te, distribution, version, mined
         for v in verdicts
         if v.status == UNGUARDED
     ]
-    assert verdicts and not unguarded
+    assert verdicts
+    assert not unguarded, unguarded
