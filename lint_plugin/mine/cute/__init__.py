@@ -2,8 +2,9 @@
 
 `kernel` finds the sources (a released wheel in the cache, or a directory), `extract` the
 architecture-conditioned `assert`s and `raise`s in each module, `reach` which parameters TE's
-calls fix, `switches` what the kernel's environment helpers return with nothing set, `features` says which kernel variables carry which selector feature, and `cases`
-states each refusal in selector inputs, or why it is unreachable through TE or kernel-internal.
+calls fix, `switches` what the kernel's environment helpers return with nothing set,
+`features` says which kernel variables carry which selector feature, and `cases` states each
+refusal in selector inputs, or why it is unreachable through TE or kernel-internal.
 `mine` runs them over every module.
 """
 
