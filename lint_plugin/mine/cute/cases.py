@@ -95,6 +95,9 @@ def _unreachable(refusal: Refusal, version: str, fixed: Mapping[str, Fixed]) -> 
         if not any(refusal.may_fire(arch, rest) for arch in refusal.architectures):
             del deciding[name]
     why = unreachable_reason(deciding)
+    switched = refusal.switches_read()
+    if switched:
+        why += "; in the default environment " + "; ".join(s.describe() for s in switched)
     return _case(refusal, version, list(refusal.architectures), (), why, UNREACHABLE)
 
 

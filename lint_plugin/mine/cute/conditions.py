@@ -17,7 +17,8 @@ it: the test is then decided by the parameters the expression reads. A local ass
 once (or by a loop, `with`, augmented assignment) has no one definition and stays unknown.
 
 Evaluated `through_te`, the parameters TE's calls fix (`lint_plugin.mine.cute.reach`: `mask_mod`
-is None on every TE call) hold their fixed values too.
+is None on every TE call) hold their fixed values too, and the kernel's environment switches
+their values with every variable unset (`lint_plugin.mine.cute.switches`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from lint_plugin.engine.interpreter import Facts, Interpreter
 from lint_plugin.mine.cute.arch import ARCH_NAMES, Arch, arch_value
 from lint_plugin.engine.program import Program, dotted_name
 from lint_plugin.mine.cute.reach import Fixed
+from lint_plugin.mine.cute.switches import Switch
 
 #: CuTe DSL's identity marker for compile-time conditions.
 CONST_EXPR = "const_expr"
@@ -59,6 +61,7 @@ class Scope:
         function: ast.FunctionDef,
         forwarded: Mapping[str, ast.expr],
         fixed: Mapping[str, Fixed] | None = None,
+        switches: Mapping[str, Switch] | None = None,
     ) -> None:
         #: Parameters holding an expression of the arch (`compute_capability`: `arch // 10`).
         self.forwarded = dict(forwarded)
@@ -67,23 +70,29 @@ class Scope:
         self.fixed = dict(fixed or {})
         #: Local -> the one expression assigning it.
         self.definitions = _single_definitions(function, self.arch_names)
-        self._interpreter = Interpreter(Program(function), Facts())
+        #: Helper -> its value with the environment unset, where TE's calls reach here.
+        self.switches = dict(switches or {})
+        program = Program(function)
+        self._interpreter = Interpreter(program, Facts())
+        calls = {name: const(switch.value) for name, switch in self.switches.items()}
+        self._te_interpreter = Interpreter(program, Facts(calls=calls))
 
     def truth(
         self, test: ast.expr, arch: Arch, bindings: Mapping[str, Any], through_te: bool = False
     ) -> bool | None:
         """The truth of `test` on `arch` with `bindings` (and, `through_te`, TE's fixed
-        parameters); None where unknown names decide it."""
+        parameters and environment switches); None where unknown names decide it."""
+        interpreter = self._te_interpreter if through_te else self._interpreter
         state = State({name: const(arch_value(arch)) for name in ARCH_NAMES})
         for name, expression in self.forwarded.items():
-            state.vars[name] = self._interpreter.eval(expression, state)
+            state.vars[name] = interpreter.eval(expression, state)
         if through_te:
             state.vars.update((name, const(fixed.value)) for name, fixed in self.fixed.items())
         state.vars.update((name, const(value)) for name, value in bindings.items())
         for name in self._locals_read(test):
             if name not in state.vars:
-                state.vars[name] = self._interpreter.eval(self.definitions[name], state)
-        return self._interpreter.eval(test, state).truth
+                state.vars[name] = interpreter.eval(self.definitions[name], state)
+        return interpreter.eval(test, state).truth
 
     def _locals_read(self, test: ast.expr) -> list[str]:
         """The defined locals `test` reads, directly or through other definitions, each after
@@ -108,6 +117,18 @@ class Scope:
         for name in self._locals_read(test):
             read |= _read(self.definitions[name])
         return frozenset(read - {None} - self.arch_names)
+
+    def switches_read(self, test: ast.expr) -> list[Switch]:
+        """The environment switches `test` calls, directly or through the definitions of the
+        locals it reads."""
+        expressions = [test, *(self.definitions[name] for name in self._locals_read(test))]
+        called = {
+            node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+            for expression in expressions
+            for node in ast.walk(expression)
+            if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute))
+        }
+        return [switch for name, switch in self.switches.items() if name in called]
 
 
 def _read(expression: ast.expr) -> set[str]:

@@ -35,6 +35,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from lint_plugin.mine.cute.arch import forwarded_parameters
 from lint_plugin.mine.cute.conditions import Scope, plain
 from lint_plugin.mine.cute.reach import Fixed, TeValues
+from lint_plugin.mine.cute.switches import Switch
 from lint_plugin.engine.program import blocks, heads
 from lint_plugin.mine.devices import ARCHITECTURES, Arch
 from lint_plugin.mine.findings import Site
@@ -173,6 +174,15 @@ class Refusal:
             and self.own_truth(arch, bindings, through_te) is not False
         )
 
+    def switches_read(self) -> list[Switch]:
+        """The environment switches its paths and test call."""
+        paths = (self.path, *self.callers)
+        tests = [(b.test, p.scope) for p in paths for b in p.branches]
+        if self.test is not None:
+            tests.append((self.test, self.path.scope))
+        found = [switch for test, scope in tests for switch in scope.switches_read(test)]
+        return list(dict.fromkeys(found))
+
     def fixed_reads(self) -> dict[str, Fixed]:
         """The parameters TE's calls fix among those its paths and test read."""
         paths = (self.path, *self.callers)
@@ -187,9 +197,15 @@ class Refusal:
         }
 
 
-def refusals(source: str, file: str, calls: Sequence[KernelCall] = ()) -> list[Refusal]:
+def refusals(
+    source: str,
+    file: str,
+    calls: Sequence[KernelCall] = (),
+    switches: Mapping[str, Switch] = {},
+) -> list[Refusal]:
     """The architecture-conditioned refusals of one module, in source order; `calls` are TE's
-    calls into the kernel, which fix some parameters (`Refusal.fixed_reads`)."""
+    calls into the kernel, which fix some parameters (`Refusal.fixed_reads`), and in the
+    functions they reach the kernel's environment `switches` hold their unset values."""
     module = ast.parse(source)
     forwarded = forwarded_parameters(module)
     te_values = TeValues(module, calls)
@@ -201,6 +217,7 @@ def refusals(source: str, file: str, calls: Sequence[KernelCall] = ()) -> list[R
             qualname,
             forwarded.get(function.name, {}),
             te_values.in_function(function),
+            switches if te_values.reaches(function) else {},
         )
         for function, qualname in _functions(module.body, ())
     ]
@@ -251,11 +268,12 @@ class _Walker:
         qualname: str,
         forwarded: Mapping[str, ast.expr],
         fixed: Mapping[str, Fixed],
+        switches: Mapping[str, Switch],
     ) -> None:
         self.source = source
         self.file = file
         self.qualname = qualname
-        self.scope = Scope(function, forwarded, fixed)
+        self.scope = Scope(function, forwarded, fixed, switches)
         self.backward = bool(BACKWARD.search(f"{PurePosixPath(file).stem}.{qualname}"))
         self.call_name = _call_name(qualname)
         self.found: list[Refusal] = []

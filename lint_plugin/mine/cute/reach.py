@@ -98,6 +98,10 @@ class TeValues:
                 self._reached[id(function)] = function
         self._classes = [node for node in ast.walk(module) if isinstance(node, ast.ClassDef)]
 
+    def reaches(self, function: ast.FunctionDef) -> bool:
+        """Whether some TE call reaches `function` (through calls by name and `.apply`)."""
+        return id(function) in self._reached
+
     def in_function(self, function: ast.FunctionDef) -> dict[str, Fixed]:
         """The parameters of `function` that every TE call reaching it fixes, after the
         function's own normalizations of them; in an autograd `backward`, also the tensors its
