@@ -77,3 +77,20 @@ def test_nothing_is_unguarded_after_the_codemod(te, distribution, version, mined
     ]
     assert verdicts
     assert not unguarded, unguarded
+
+
+@pytest.mark.parametrize("te", ["2.19.0", "2.20.2"])
+def test_before_the_codemod_the_hd256_seqused_asserts_are_tea006_and_tea007(te, mined, release):
+    """Unpatched, TE 2.19+ reach flash-attn-4 4.0.0b24's head-dim-256 seqused asserts on
+    SM 10.x / 11.0, and the miner names them by the registry's ids (nothing new to declare)."""
+    source = release(te)
+    verdicts = crosscheck(mined("flash-attn-4", "4.0.0b24", te), Judges(source), HAZARDS)
+    seqused = {
+        (v.case.site.function, v.status, v.matches)
+        for v in verdicts
+        if "does not support seqused_q/seqused_k" in (v.case.site.message or "")
+    }
+    assert seqused == {
+        ("_flash_attn_fwd", UNGUARDED, "TEA006"),
+        ("_flash_attn_bwd", UNGUARDED, "TEA007"),
+    }
