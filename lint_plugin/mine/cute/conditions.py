@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 from collections import Counter
 from typing import Any, Mapping
 
@@ -131,14 +132,16 @@ class Scope:
         return [switch for name, switch in self.switches.items() if name in called]
 
 
-def _read(expression: ast.expr) -> set[str]:
-    """Names and whole dotted names an expression reads."""
+@functools.lru_cache(maxsize=8192)
+def _read(expression: ast.expr) -> frozenset[str]:
+    """Names and whole dotted names an expression reads (once per node: every case of a
+    kernel asks again for the tests and definitions on its path)."""
     inner = {id(node.value) for node in ast.walk(expression) if isinstance(node, ast.Attribute)}
-    return {
+    return frozenset(
         dotted_name(node)
         for node in ast.walk(expression)
         if isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in inner
-    } - {None}
+    ) - {None}
 
 
 def _single_definitions(function: ast.FunctionDef, arch_names: frozenset[str]) -> dict:
