@@ -461,6 +461,29 @@ HD256_SEQUSED_TE = (
     " FA4 off for THD with padding between sequences"
 )
 
+
+def _hd256_seqused_evidence(direction: str, function: str, lines, fixed_in: str) -> Evidence:
+    """The seqused assert of the dedicated head-dim-256 `direction`, from 4.0.0b11 until
+    `fixed_in`; `lines`: in 4.0.0b11, in 4.0.0b24 (the seed's) and in the last affected."""
+    first, seed, last = lines
+    last_affected = f"4.0.0b{int(fixed_in.rpartition('b')[2]) - 1}"
+    return Evidence(
+        package="flash-attn-4",
+        file=FA4_INTERFACE,
+        line=last,
+        text=(
+            "assert seqused_q is None and seqused_k is None, "
+            f'"SM100 {direction} with head_dim=256 does not support seqused_q/seqused_k"'
+        ),
+        affected=f">=4.0.0b11,<{fixed_in}",
+        reference=(
+            f"{direction} (`{function}`), branch `use_dedicated_hd256_kernel`: from 4.0.0b11"
+            f" (line {first}; 4.0.0b24: line {seed}) through {last_affected}; {fixed_in}"
+            f" supports seqused in its head-dim-256 {direction}." + HD256_SEQUSED_TE
+        ),
+    )
+
+
 FA4_SM100_HD256_SEQUSED_FORWARD = Hazard(
     id="TEA006",
     backend="FA4",
@@ -476,21 +499,7 @@ FA4_SM100_HD256_SEQUSED_FORWARD = Hazard(
         " seqused_q/seqused_k."
     ),
     section="compute_capability",
-    evidence=Evidence(
-        package="flash-attn-4",
-        file=FA4_INTERFACE,
-        line=1318,
-        text=(
-            "assert seqused_q is None and seqused_k is None, "
-            '"SM100 forward with head_dim=256 does not support seqused_q/seqused_k"'
-        ),
-        affected=">=4.0.0b11,<4.0.0b31",
-        reference=(
-            "forward (`_flash_attn_fwd`), branch `use_dedicated_hd256_kernel`: from 4.0.0b11"
-            " (line 858; 4.0.0b24: line 907) through 4.0.0b30; 4.0.0b31 supports seqused in"
-            " its head-dim-256 forward." + HD256_SEQUSED_TE
-        ),
-    ),
+    evidence=_hd256_seqused_evidence("forward", "_flash_attn_fwd", (858, 907, 1318), "4.0.0b31"),
     kernel_version="4.0.0b24",
     witness_shapes=({**PACKED_WITH_PADDING, "backward": False},),
     controls=(
@@ -515,21 +524,7 @@ FA4_SM100_HD256_SEQUSED_BACKWARD = Hazard(
         " support seqused_q/seqused_k."
     ),
     section="compute_capability",
-    evidence=Evidence(
-        package="flash-attn-4",
-        file=FA4_INTERFACE,
-        line=2577,
-        text=(
-            "assert seqused_q is None and seqused_k is None, "
-            '"SM100 backward with head_dim=256 does not support seqused_q/seqused_k"'
-        ),
-        affected=">=4.0.0b11,<4.0.0b33",
-        reference=(
-            "backward (`_flash_attn_bwd`), branch `use_dedicated_hd256_kernel`: from 4.0.0b11"
-            " (line 1711; 4.0.0b24: line 1907) through 4.0.0b32; 4.0.0b33 supports seqused in"
-            " its head-dim-256 backward." + HD256_SEQUSED_TE
-        ),
-    ),
+    evidence=_hd256_seqused_evidence("backward", "_flash_attn_bwd", (1711, 1907, 2577), "4.0.0b33"),
     #: The last release whose backward alone refuses: its forward-only control runs FA4 (with
     #: 4.0.0b24, TEA006 would refuse it).
     kernel_version="4.0.0b32",
