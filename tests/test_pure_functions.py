@@ -18,8 +18,12 @@ from lint_plugin.rules import _GET_QKV_FORMAT
 PURE_NAMES = {"len", "max", "_LAYOUTS"}
 
 
-def qualifying(code: str) -> list[str]:
-    return sorted(pure_functions(ast.parse(code), PURE_NAMES, {}))
+def qualifying(code: str, used: tuple[str, ...] | None = None) -> list[str]:
+    """The qualifying functions a selector using `used` (by default: every one) reaches."""
+    module = ast.parse(code)
+    if used is None:
+        used = tuple(node.name for node in module.body if isinstance(node, ast.FunctionDef))
+    return sorted(pure_functions(module, PURE_NAMES, {}, used))
 
 
 def test_te_s_get_qkv_format_qualifies():
@@ -61,3 +65,11 @@ def test_a_rebound_or_decorated_function_does_not_qualify():
     assert qualifying(plain + "helper = None\n") == []
     assert qualifying("@functools.cache\n" + plain) == []
     assert qualifying(plain.replace("(x)", "(*x)", 1)) == []
+
+
+def test_only_the_functions_the_selector_reaches_are_read():
+    code = _GET_QKV_FORMAT + "\ndef is_thd(layout):\n    fmt, _, _ = get_qkv_format(layout)\n"
+    code += "    return fmt == 'thd'\n"
+    assert qualifying(code, used=("is_thd",)) == ["get_qkv_format", "is_thd"]
+    assert qualifying(code, used=("get_qkv_format",)) == ["get_qkv_format"]
+    assert qualifying(code, used=("other",)) == []

@@ -339,7 +339,9 @@ class Dialect:
     def module_pure_functions(self) -> dict[str, ast.FunctionDef]:
         """The module's pure functions with statements (`pure_functions`: TE's
         `get_qkv_format`), run where the selector calls them."""
-        return pure_functions(self.module, self._pure_names, self.module_predicates)
+        return pure_functions(
+            self.module, self._pure_names, self.module_predicates, self.function_text_names
+        )
 
     @property
     def _pure_names(self) -> set[str]:

@@ -38,58 +38,58 @@ _IMPURE = (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)
 
 
 def pure_functions(
-    module: ast.Module, pure_names: Collection[str], predicates: Mapping[str, Predicate]
+    module: ast.Module,
+    pure_names: Collection[str],
+    predicates: Mapping[str, Predicate],
+    used: Collection[str],
 ) -> dict[str, ast.FunctionDef]:
-    """The module's pure functions with statements, by name (predicates excluded: they are
-    expanded where called instead). `pure_names`: what else their code may read."""
-    candidates = {
-        name: node
-        for name, node in module_functions(module).items()
-        if name not in predicates and _signature_is_plain(node)
-    }
+    """The module's pure functions with statements that the selector reaches, by name
+    (predicates excluded: they are expanded where called instead). `pure_names`: what else
+    their code may read; `used`: the names the selector uses. Only the functions it reaches,
+    directly or through each other, are read: flake8 pays for `get_qkv_format`, not for the
+    rest of TE's module."""
+    definitions = module_functions(module)
+    free: dict[str, frozenset[str] | None] = {}
+    pending = [name for name in used if name in definitions and name not in predicates]
+    while pending:
+        name = pending.pop()
+        if name not in free:
+            free[name] = reads = _free_names(definitions[name])
+            pending += [n for n in reads or () if n in definitions and n not in predicates]
     allowed = {*pure_names, *predicates}
-    # A function calling another candidate is pure only if that one is: drop until stable.
+    pure = {name for name, reads in free.items() if reads is not None}
+    # A function reading another candidate is pure only if that one is: drop until stable.
     while True:
-        pure = {
-            name: node
-            for name, node in candidates.items()
-            if _reads_only(node, allowed | set(candidates))
-        }
-        if len(pure) == len(candidates):
-            return pure
-        candidates = pure
+        kept = {name for name in pure if free[name] <= allowed | pure}
+        if kept == pure:
+            return {name: definitions[name] for name in sorted(pure)}
+        pure = kept
 
 
-def _signature_is_plain(function: ast.FunctionDef) -> bool:
-    """Parameters the interpreter binds one by one: no decorators, no `*args` / `**kwargs`."""
+def _free_names(function: ast.FunctionDef) -> frozenset[str] | None:
+    """The names `function` reads besides its parameters and locals (callees included), or
+    None where it may touch other state: decorators, `*args` / `**kwargs`, a statement or an
+    expression outside those allowed, a store into an attribute or an item, a method outside
+    `PURE_METHODS`."""
     arguments = function.args
-    return not (function.decorator_list or arguments.vararg or arguments.kwarg)
-
-
-def _reads_only(function: ast.FunctionDef, allowed: set[str]) -> bool:
-    arguments = function.args
+    if function.decorator_list or arguments.vararg or arguments.kwarg:
+        return None
     params = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
     body = [*function.body, *arguments.defaults, *(d for d in arguments.kw_defaults if d)]
-    nodes = [node for part in body for node in ast.walk(part)]
-    stores = {
-        node.id for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
-    }
-    names = allowed | params | stores
-    for node in nodes:
+    loads, stores = set(), set()
+    for node in (node for part in body for node in ast.walk(part)):
         if isinstance(node, ast.stmt) and not isinstance(node, _STATEMENTS):
-            return False
+            return None
         if isinstance(node, _IMPURE):
-            return False
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in names:
-            return False
+            return None
         if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
-            return False
-        if isinstance(node, ast.Call) and not _pure_callee(node.func, allowed):
-            return False
-    return True
-
-
-def _pure_callee(func: ast.expr, allowed: set[str]) -> bool:
-    if isinstance(func, ast.Name):
-        return func.id in allowed
-    return isinstance(func, ast.Attribute) and func.attr in PURE_METHODS
+            return None
+        if isinstance(node, ast.Call) and not (
+            isinstance(node.func, ast.Name)
+            or isinstance(node.func, ast.Attribute)
+            and node.func.attr in PURE_METHODS
+        ):
+            return None
+        if isinstance(node, ast.Name):
+            (loads if isinstance(node.ctx, ast.Load) else stores).add(node.id)
+    return frozenset(loads - params - stores)
