@@ -445,11 +445,10 @@ def get_qkv_format(qkv_layout="bshd_bshd_bshd", inference_params=None):
 
 def _hd256_seqused_examples(backward: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """VALID and INVALID selectors for TEA006 (`backward` False) and TEA007."""
-    guard = _HD256_SEQUSED_GUARD
-    if backward:
-        guard = guard.replace(
-            "and pad_between_seqs", "and pad_between_seqs\n        and requires_backward"
-        )
+    backward_guard = _HD256_SEQUSED_GUARD.replace(
+        "and pad_between_seqs", "and pad_between_seqs\n        and requires_backward"
+    )
+    guard = backward_guard if backward else _HD256_SEQUSED_GUARD
     valid = (
         te2_example(compute_capability=guard),
         # TE 2.15 - 2.18 switch FA4 off for THD with padding between sequences
@@ -481,13 +480,7 @@ def _hd256_seqused_examples(backward: bool) -> tuple[tuple[str, ...], tuple[str,
     )
     if not backward:
         # keyed on the backward: a forward-only call still asserts in the forward
-        invalid += (
-            te2_example(
-                compute_capability=guard.replace(
-                    "and pad_between_seqs", "and pad_between_seqs\n        and requires_backward"
-                )
-            ),
-        )
+        invalid += (te2_example(compute_capability=backward_guard),)
     return valid, invalid
 
 
