@@ -58,7 +58,7 @@ from lint_plugin.engine.dispatch import (
 )
 from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
 from lint_plugin.engine.kernel_calls import kernel_facts
-from lint_plugin.engine.program import Program, function_index
+from lint_plugin.engine.program import Program, body_statements, function_index
 from lint_plugin.engine.slicing import Slice
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
 from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Scenario, expressible
@@ -166,6 +166,7 @@ def release() -> None:
     selector.cache_clear()
     delegates.cache_clear()
     function_index.cache_clear()
+    body_statements.cache_clear()
 
 
 def compute_capability(*capabilities: tuple[int, int] | None) -> dict[str, Value]:

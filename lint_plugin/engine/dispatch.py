@@ -43,7 +43,7 @@ from lint_plugin.engine.absint import (
 )
 from lint_plugin.engine.dialect import Dialect
 from lint_plugin.engine.interpreter import Facts
-from lint_plugin.engine.program import Program, is_falsy_constant, statements
+from lint_plugin.engine.program import Program, body_statements, is_falsy_constant
 from selector_patch.roles import FLASH_FALLBACK, ROLES
 
 #: Roles TE tells apart by the returned flash version.
@@ -108,11 +108,8 @@ class ReturnShape(NamedTuple):
 def return_shape(program: Program, dialect: Dialect) -> ReturnShape | None:
     """The shape, when every return is `(gate, version, ...)` and the version is TE's (2.2+)."""
     function = program.function
-    pairs = {
-        _leading_names(node.value)
-        for node in statements(function.body)
-        if isinstance(node, ast.Return)
-    }
+    listed = body_statements(function)
+    pairs = {_leading_names(node.value) for node in listed if isinstance(node, ast.Return)}
     if len(pairs) != 1 or None in pairs:
         return None
     ((gate, version),) = pairs
@@ -121,26 +118,33 @@ def return_shape(program: Program, dialect: Dialect) -> ReturnShape | None:
         isinstance(node, ast.Assign)
         and version in program.assigned(node)
         and ast.unparse(node.value) in expressions
-        for node in statements(function.body)
+        for node in listed
     ):
         return None
     flags = {role: flag for role in FLASH_ROLES if (flag := dialect.flag(role)) and flag != gate}
-    selection = {gate, version}
-    split_at = next(
-        (
-            stmt
-            for stmt in function.body
-            if program.closure_reads(stmt) & set(flags.values())
-            and any(
-                isinstance(node, ast.Assign)
-                and program.assigned(node) & selection
-                and not is_falsy_constant(node.value)
-                for node in statements([stmt])
-            )
-        ),
-        None,
-    )
-    return ReturnShape(gate, version, flags, split_at)
+    return ReturnShape(gate, version, flags, _split_at(program, listed, flags, {gate, version}))
+
+
+def _split_at(
+    program: Program, listed: tuple[ast.stmt, ...], flags: dict[str, str], selection: set[str]
+) -> ast.stmt | None:
+    """The first top-level statement that reads a flash flag and, somewhere inside, assigns
+    the gate or the version something not falsy. `listed` is every statement in source order,
+    so each top-level statement's own come right after it, up to the next one."""
+    top_level = set(program.function.body)
+    flag_names = set(flags.values())
+    current = None
+    for node in listed:
+        if node in top_level:
+            current = node if program.closure_reads(node) & flag_names else None
+        if (
+            current is not None
+            and isinstance(node, ast.Assign)
+            and program.assigned(node) & selection
+            and not is_falsy_constant(node.value)
+        ):
+            return current
+    return None
 
 
 def _leading_names(value: ast.expr | None) -> tuple[str, str] | None:

@@ -138,26 +138,9 @@ class Expressions:
         """A comprehension over known, short sequences, evaluated item by item in a scope of its
         own (`any(cc == arch for arch in SM12X)`); otherwise unknown."""
         results: list[Value] = []
-
-        def run(generators: list[ast.comprehension], scope: State) -> bool:
-            if not generators:
-                results.append(self.eval(node.elt, scope))
-                return len(results) <= MAX_CHOICES
-            first, rest = generators[0], generators[1:]
-            items = known_items(self.eval(first.iter, scope))
-            if items is None or first.is_async:
-                return False
-            for item in items:
-                inner = scope.copy()
-                self.assign(first.target, const(item), inner)
-                tests = [self.eval(test, inner).truth for test in first.ifs]
-                if None in tests:
-                    return False
-                if all(tests) and not run(rest, inner):
-                    return False
-            return True
-
-        if self.program.calls_helper(node) or not run(node.generators, state.copy()):
+        if self.program.calls_helper(node) or not self._generate(
+            node, node.generators, state.copy(), results
+        ):
             return self._unmodelled(node, state)
         deps = EMPTY
         for result in results:
@@ -170,6 +153,36 @@ class Expressions:
             return const(kind(values), deps)
         except TypeError:  # unhashable items of a set comprehension
             return unknown(deps)
+
+    def _generate(
+        self,
+        node: ast.GeneratorExp | ast.ListComp | ast.SetComp,
+        generators: list[ast.comprehension],
+        scope: State,
+        results: list[Value],
+    ) -> bool:
+        """Append the comprehension's element for every item `generators` yield in `scope`;
+        False where an iterable or a test is unknown, or there are too many.
+
+        A method, not a closure calling itself: that closure would be a reference cycle holding
+        the interpreter, and every run's states with it, until the cyclic collector's next pass.
+        """
+        if not generators:
+            results.append(self.eval(node.elt, scope))
+            return len(results) <= MAX_CHOICES
+        first, rest = generators[0], generators[1:]
+        items = known_items(self.eval(first.iter, scope))
+        if items is None or first.is_async:
+            return False
+        for item in items:
+            inner = scope.copy()
+            self.assign(first.target, const(item), inner)
+            tests = [self.eval(test, inner).truth for test in first.ifs]
+            if None in tests:
+                return False
+            if all(tests) and not self._generate(node, rest, inner, results):
+                return False
+        return True
 
     def _sequence(self, node: ast.Tuple | ast.List, state: State) -> Value:
         values, deps = self._display(node, state)
