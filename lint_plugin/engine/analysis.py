@@ -695,12 +695,13 @@ def analyze_source(
     hazards: Sequence[Hazard] = HAZARDS,
     function_names: Sequence[str] = SELECTOR_FUNCTIONS,
 ) -> list[HazardVerdict]:
-    """Verdicts for every selector function in `source` and every hazard, in that order."""
+    """Verdicts for every selector function in `source` and every hazard, in that order
+    (`analyze_hazards`: the hazards of one function share their runs, as in flake8)."""
     module = ast.parse(source)
     return [
-        analyze_hazard(module, function, hazard)
+        verdict
         for function in find_selectors(module, tuple(function_names))
-        for hazard in hazards
+        for verdict in analyze_hazards(module, function, hazards)
     ]
 
 
