@@ -39,9 +39,10 @@ def _shape(calls) -> tuple:
 
 @pytest.fixture(scope="session")
 def mined(release):
-    """`mined(kernel, version, te)`: the kernel's cases through `te`'s calls, each kernel read
-    once and mined once per shape of TE's calls."""
+    """`mined(kernel, version, te)`: the kernel's cases through `te`'s calls, each kernel and
+    TE's calls read once and the kernel mined once per shape of those calls."""
     kernels: dict = {}
+    calls_of: dict = {}
     found: dict = {}
 
     def get(distribution: str, version: str, te: str):
@@ -54,7 +55,9 @@ def mined(release):
             return found[version]
         if version not in kernels:
             kernels[version] = from_release(version)
-        calls = kernel_calls(release(te))
+        if te not in calls_of:
+            calls_of[te] = kernel_calls(release(te))
+        calls = calls_of[te]
         key = (version, _shape(calls))
         if key not in found:
             found[key] = mine_cute(kernels[version], calls)
