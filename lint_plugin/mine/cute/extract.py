@@ -388,8 +388,8 @@ def _segment(source: str, node: ast.stmt) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _lines(source: str) -> tuple[str, ...]:
-    """The lines as the parser numbers them: ended by `\r\n`, `\r` or `\n` (a form feed is
-    no line end), each with its end."""
+    """The lines as the parser numbers them, each with its end: CR LF, CR or LF (a form feed
+    is no line end)."""
     return tuple(re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z", source))
 
 
