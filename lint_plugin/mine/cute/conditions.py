@@ -33,7 +33,7 @@ from lint_plugin.engine.absint import State, const
 from lint_plugin.engine.interpreter import Facts, Interpreter
 from lint_plugin.mine.cute.arch import ARCH_NAMES, Arch, arch_value
 from lint_plugin.engine.program import Program, dotted_name
-from lint_plugin.mine.cute.kernel import NODE_CACHE
+from lint_plugin.mine.cute.kernel import FUNCTION_CACHE
 from lint_plugin.mine.cute.reach import Fixed
 from lint_plugin.mine.cute.switches import Switch
 
@@ -196,7 +196,7 @@ def _read(expression: ast.expr) -> frozenset[str]:
     ) - {None}
 
 
-@functools.lru_cache(maxsize=NODE_CACHE)
+@functools.lru_cache(maxsize=FUNCTION_CACHE)
 def _single_definitions(function: ast.FunctionDef, arch_names: frozenset[str]) -> dict:
     """Local -> its expression, for locals `function` stores exactly once, by `name = expr`.
 

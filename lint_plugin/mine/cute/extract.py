@@ -35,7 +35,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from lint_plugin.mine.cute.arch import forwarded_parameters
 from lint_plugin.mine.cute.conditions import Scope, plain
-from lint_plugin.mine.cute.kernel import NODE_CACHE, parse
+from lint_plugin.mine.cute.kernel import MODULE_CACHE, parse
 from lint_plugin.mine.cute.reach import Fixed, TeValues
 from lint_plugin.mine.cute.switches import Switch
 from lint_plugin.engine.program import blocks, heads
@@ -240,7 +240,7 @@ def refusals(
     ]
 
 
-@functools.lru_cache(maxsize=NODE_CACHE)
+@functools.lru_cache(maxsize=MODULE_CACHE)
 def _module_refusals(module: ast.Module, source: str, file: str) -> tuple[Refusal, ...]:
     """The module's refusals, in source order, in scopes without TE's calls: a kernel release
     is mined through each TE release's calls, and this is all of the walk that does not

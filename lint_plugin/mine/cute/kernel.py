@@ -25,8 +25,10 @@ DIST_INFO_NAME = "flash_attn_4"
 #: The CuTe implementation, relative to the directory holding `flash_attn/`.
 PACKAGE = Path("flash_attn", "cute")
 #: Entries of the miner's per-node caches (`parse`'s trees, and what is read off their modules
-#: and functions): some 60 modules and 1,000 functions a release, a few releases a session.
-NODE_CACHE = 4096
+#: and functions): some 60 modules and 1,000 functions a release, so the last four releases
+#: mined (some 80 MB of trees each).
+MODULE_CACHE = 256
+FUNCTION_CACHE = 4096
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ class KernelSource:
         return path.relative_to(self.root).as_posix()
 
 
-@functools.lru_cache(maxsize=NODE_CACHE)
+@functools.lru_cache(maxsize=MODULE_CACHE)
 def parse(text: str) -> ast.Module:
     """A module's tree, one per text: a kernel release is mined through each TE release's
     calls, and what the miner reads off its modules and functions without TE's calls is cached

@@ -34,7 +34,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from lint_plugin.mine.cute.kernel import BACKEND, NODE_CACHE
+from lint_plugin.mine.cute.kernel import BACKEND, FUNCTION_CACHE, MODULE_CACHE
 from lint_plugin.mine.te_calls import KernelCall
 
 #: Marks a value that is not one constant.
@@ -265,12 +265,12 @@ def _is_ctx_attribute(node: ast.expr) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=NODE_CACHE)
+@functools.lru_cache(maxsize=MODULE_CACHE)
 def _classes(module: ast.Module) -> tuple[ast.ClassDef, ...]:
     return tuple(node for node in ast.walk(module) if isinstance(node, ast.ClassDef))
 
 
-@functools.lru_cache(maxsize=NODE_CACHE)
+@functools.lru_cache(maxsize=FUNCTION_CACHE)
 def _calls_by_name(function: ast.FunctionDef) -> dict[str, tuple[ast.Call, ...]]:
     """Name -> the calls of it by plain name in `function` (nested functions included), in
     `ast.walk` order."""
@@ -281,7 +281,7 @@ def _calls_by_name(function: ast.FunctionDef) -> dict[str, tuple[ast.Call, ...]]
     return {name: tuple(found) for name, found in calls.items()}
 
 
-@functools.lru_cache(maxsize=NODE_CACHE)
+@functools.lru_cache(maxsize=MODULE_CACHE)
 def _call_graph(module: ast.Module) -> dict[int, list[ast.FunctionDef]]:
     """id of each function -> the module's functions it calls: by plain name (`_flash_attn_fwd(`),
     and an autograd Function's `forward` and `backward` for `FlashAttnFunc.apply(`."""
@@ -400,7 +400,7 @@ def _compares(test: ast.expr, name: str, value: Any) -> bool | None:
     return None if operation is None else operation(value, other)
 
 
-@functools.lru_cache(maxsize=NODE_CACHE)
+@functools.lru_cache(maxsize=FUNCTION_CACHE)
 def _store_counts(function: ast.FunctionDef) -> Counter[str]:
     return Counter(
         node.id
@@ -409,7 +409,7 @@ def _store_counts(function: ast.FunctionDef) -> Counter[str]:
     )
 
 
-@functools.lru_cache(maxsize=NODE_CACHE)
+@functools.lru_cache(maxsize=FUNCTION_CACHE)
 def _reassigned(function: ast.FunctionDef) -> frozenset[str]:
     """Names `function` stores to, other than by `x = maybe_contiguous(x, ...)` or
     `a, b = [maybe_contiguous(t) for t in (a, b)]`."""
