@@ -149,12 +149,37 @@ def _kills(stmt: ast.stmt, helpers: dict[str, set[str]]) -> set[str]:
 
 
 def _filters(function: ast.FunctionDef) -> list[tuple[Block, ast.If]]:
-    helpers = _helpers(function)
+    killing = _killing(function, _helpers(function))
     return [
         (block, stmt)
         for block, stmt in _statements(function.body)
-        if isinstance(stmt, ast.If) and _kills(stmt, helpers)
+        if isinstance(stmt, ast.If) and id(stmt) in killing
     ]
+
+
+def _killing(function: ast.FunctionDef, helpers: dict[str, set[str]]) -> set[int]:
+    """The ids of the selector's nodes for which `_kills` is not empty, in one pass over it
+    (`_kills` of each `if` walks the `if`s inside it again: the operators ask for the filters
+    of every site)."""
+    found: set[int] = set()
+
+    def visit(node: ast.AST) -> bool:
+        kills = bool(_is_kill(node)) or (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and bool(helpers.get(node.func.id))
+        )
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, SCOPES) and visit(child):
+                kills = True
+        if kills:
+            found.add(id(node))
+        return kills
+
+    for stmt in function.body:
+        if not isinstance(stmt, SCOPES):
+            visit(stmt)
+    return found
 
 
 def _short(node: ast.AST, width: int = 70) -> str:
@@ -686,8 +711,9 @@ def _spell_continue(function: ast.FunctionDef) -> list[Site]:
     """A capability test as a loop over the architectures with an early `continue`:
     `for arch in ARCHS: if cc != arch: continue; <the rest of the filter>`."""
     found = []
+    capability_tests = _capability_tests(function)  # each walks every filter: once, not per site
     for block, stmt in _conjunctions(function):
-        tests = [(c, a) for c, a in _capability_tests(function) if c in stmt.test.values]
+        tests = [(c, a) for c, a in capability_tests if c in stmt.test.values]
         tests = [(c, a) for c, a in tests if not isinstance(c.ops[0], ast.NotIn)]
         for compare, archs in tests[:1]:
 

@@ -39,9 +39,10 @@ def _shape(calls) -> tuple:
 
 @pytest.fixture(scope="session")
 def mined(release):
-    """`mined(kernel, version, te)`: the kernel's cases through `te`'s calls, each kernel read
-    once and mined once per shape of TE's calls."""
+    """`mined(kernel, version, te)`: the kernel's cases through `te`'s calls, each kernel and
+    TE's calls read once and the kernel mined once per shape of those calls."""
     kernels: dict = {}
+    calls_of: dict = {}
     found: dict = {}
 
     def get(distribution: str, version: str, te: str):
@@ -54,7 +55,9 @@ def mined(release):
             return found[version]
         if version not in kernels:
             kernels[version] = from_release(version)
-        calls = kernel_calls(release(te))
+        if te not in calls_of:
+            calls_of[te] = kernel_calls(release(te))
+        calls = calls_of[te]
         key = (version, _shape(calls))
         if key not in found:
             found[key] = mine_cute(kernels[version], calls)
@@ -63,13 +66,25 @@ def mined(release):
     return get
 
 
+@pytest.fixture(scope="session")
+def patched_judges(codemod_result):
+    """`patched_judges(te)`: both judges of the release's patched selector, loaded once per
+    session (each kernel's cases are judged on it)."""
+    loaded: dict[str, Judges] = {}
+
+    def get(te: str) -> Judges:
+        if te not in loaded:
+            patched = codemod_result(te)
+            loaded[te] = Judges(patched.source, text=patched.result)
+        return loaded[te]
+
+    return get
+
+
 @pytest.mark.parametrize("distribution, version", KERNELS)
 @pytest.mark.parametrize("te", RELEASES)
-def test_nothing_is_unguarded_after_the_codemod(te, distribution, version, mined, codemod_result):
-    patched = codemod_result(te)
-    verdicts = crosscheck(
-        mined(distribution, version, te), Judges(patched.source, text=patched.result), HAZARDS
-    )
+def test_nothing_is_unguarded_after_the_codemod(te, distribution, version, mined, patched_judges):
+    verdicts = crosscheck(mined(distribution, version, te), patched_judges(te), HAZARDS)
     unguarded = [
         f"{v.case.site.file}:{v.case.site.line} {v.case.site.message}"
         for v in verdicts

@@ -24,6 +24,7 @@ The calls of every backend are read; flash-attn-4's side asks its refusals throu
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from typing import Iterator, Mapping
 
@@ -113,22 +114,22 @@ def _aliases(module: ast.Module, imported: Mapping[str, frozenset[Entry]]) -> di
                     aliases[bound] = aliases.get(bound, frozenset()) | {(backend, alias.name)}
                 elif alias.name in imported:
                     aliases[bound] = aliases.get(bound, frozenset()) | imported[alias.name]
+    # `flash_attn_func_v4 = no_torch_dynamo()(_flash_attn_func_v4)`: each name assignment and
+    # the names its value reads, collected in one walk and gone over until nothing changes.
+    assignments = [
+        (node.targets[0].id, [n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)])
+        for node in ast.walk(module)
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+    ]
     changed = True
-    while changed:  # `flash_attn_func_v4 = no_torch_dynamo()(_flash_attn_func_v4)`
+    while changed:
         changed = False
-        for node in ast.walk(module):
-            if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-                continue
-            target = node.targets[0]
-            held = frozenset().union(
-                *(
-                    aliases[n.id]
-                    for n in ast.walk(node.value)
-                    if isinstance(n, ast.Name) and n.id in aliases
-                )
-            )
-            if isinstance(target, ast.Name) and not held <= aliases.get(target.id, frozenset()):
-                aliases[target.id] = aliases.get(target.id, frozenset()) | held
+        for target, read in assignments:
+            held = frozenset().union(*(aliases[name] for name in read if name in aliases))
+            if not held <= aliases.get(target, frozenset()):
+                aliases[target] = aliases.get(target, frozenset()) | held
                 changed = True
     return aliases
 
@@ -222,9 +223,11 @@ def _literal_items(literal: ast.Dict) -> dict[str, ast.expr]:
     }
 
 
-def _any_dict_keys(module: ast.Module, backend: str) -> set[str]:
+@functools.lru_cache(maxsize=8)
+def _any_dict_keys(module: ast.Module, backend: str) -> frozenset[str]:
     """Every string key the module writes into a dictionary (a literal, `d[key] = ...`,
-    `d.update(key=...)`) outside the branches of the other backends."""
+    `d.update(key=...)`) outside the branches of the other backends (a walk of the whole
+    module, once per module and backend: every `**dict` built elsewhere asks it)."""
     keys: set[str] = set()
     for node in _taken(module.body, backend, nested=True):
         if isinstance(node, ast.Dict):
@@ -242,7 +245,7 @@ def _any_dict_keys(module: ast.Module, backend: str) -> set[str]:
             and node.func.attr == "update"
         ):
             keys |= {keyword.arg for keyword in node.keywords if keyword.arg is not None}
-    return keys
+    return frozenset(keys)
 
 
 def _taken(body: list[ast.stmt], backend: str, nested: bool) -> Iterator[ast.AST]:

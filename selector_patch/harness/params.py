@@ -23,6 +23,7 @@ read it, as TE 2.15 - 2.20's call, which does not pass it, leaves it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import warnings
@@ -70,14 +71,15 @@ def attention_params_kwargs(
     grid's); they are passed as given, so a field the release does not declare fails in its
     dataclass's own constructor instead of being dropped.
     """
-    if "head_dim_qk" not in fields and scenario.head_dim_qk != scenario.head_dim_v:
+    declared, inexpressible = _declared(fields)
+    if "head_dim_qk" not in declared and scenario.head_dim_qk != scenario.head_dim_v:
         raise Unrepresentable(
             f"head_dim_qk={scenario.head_dim_qk} != head_dim_v={scenario.head_dim_v}: this "
             "release has a single `head_dim`"
         )
-    for name in OPTIONAL_FEATURES:
+    for name in inexpressible:
         value = getattr(scenario, name)
-        if not expressible(name, fields) and value != getattr(DEFAULT, name):
+        if value != getattr(DEFAULT, name):
             raise Unrepresentable(f"{name}={value!r}: this release has no `{name}` input")
     qkv_dtype = _dtype(scenario.qkv_dtype)
     passed = {
@@ -132,7 +134,15 @@ def attention_params_kwargs(
         "fp8_output": scenario.fp8_output,
         "checkpoint_core_attention": scenario.checkpoint_core_attention,
     }
-    return {**{name: value for name, value in passed.items() if name in fields}, **(extra or {})}
+    return {**{name: value for name, value in passed.items() if name in declared}, **(extra or {})}
+
+
+@functools.lru_cache(maxsize=64)
+def _declared(fields: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The fields as a set, and the optional features, in order, that a release declaring them
+    cannot express: once per release, not per request (a selection diff makes some 350,000)."""
+    inexpressible = tuple(name for name in OPTIONAL_FEATURES if not expressible(name, fields))
+    return frozenset(fields), inexpressible
 
 
 def _qkv_layout(scenario: Scenario) -> str:

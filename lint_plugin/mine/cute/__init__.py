@@ -10,12 +10,11 @@ refusal in selector inputs, or why it is unreachable through TE or kernel-intern
 
 from __future__ import annotations
 
-import ast
 from typing import Sequence
 
 from lint_plugin.mine.cute.cases import cases
 from lint_plugin.mine.cute.extract import refusals
-from lint_plugin.mine.cute.kernel import KernelSource
+from lint_plugin.mine.cute.kernel import KernelSource, parse
 from lint_plugin.mine.cute.switches import switches
 from lint_plugin.mine.findings import Case
 from lint_plugin.mine.te_calls import KernelCall
@@ -30,7 +29,7 @@ def mine(kernel: KernelSource, calls: Sequence[KernelCall] = ()) -> list[Case]:
     modules = {}
     for path, text in texts.items():
         try:
-            modules[path] = ast.parse(text)
+            modules[path] = parse(text)
         except SyntaxError as error:
             raise SourceError(path, f"syntax error at line {error.lineno}: {error.msg}") from None
     helpers = switches(modules.values()) if calls else {}

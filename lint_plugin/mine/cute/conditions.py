@@ -33,6 +33,7 @@ from lint_plugin.engine.absint import State, const
 from lint_plugin.engine.interpreter import Facts, Interpreter
 from lint_plugin.mine.cute.arch import ARCH_NAMES, Arch, arch_value
 from lint_plugin.engine.program import Program, dotted_name
+from lint_plugin.mine.cute.kernel import FUNCTION_CACHE
 from lint_plugin.mine.cute.reach import Fixed
 from lint_plugin.mine.cute.switches import Switch
 
@@ -40,17 +41,28 @@ from lint_plugin.mine.cute.switches import Switch
 CONST_EXPR = "const_expr"
 
 
+def _const_expr(node: ast.AST) -> bool:
+    """`const_expr(x)` or `cutlass.const_expr(x)`."""
+    if not isinstance(node, ast.Call):
+        return False
+    callee = node.func
+    name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", None)
+    return name == CONST_EXPR and len(node.args) == 1 and not node.keywords
+
+
 class _DropConstExpr(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        callee = node.func
-        name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", None)
-        if name == CONST_EXPR and len(node.args) == 1 and not node.keywords:
+        if _const_expr(node):
             return self.visit(node.args[0])
         return self.generic_visit(node)
 
 
 def plain(test: ast.expr) -> ast.expr:
-    """`test` without `const_expr(...)` wrappers (a copy; the module's tree is left alone)."""
+    """`test` without `const_expr(...)` wrappers: a copy where it has them (the module's tree
+    is left alone), else `test` itself (no reader changes a test; most of a kernel's
+    definitions have none, and copying them all was a fifth of a release's first mining)."""
+    if not any(_const_expr(node) for node in ast.walk(test)):
+        return test
     return _DropConstExpr().visit(copy.deepcopy(test))
 
 
@@ -64,6 +76,8 @@ class Scope:
         fixed: Mapping[str, Fixed] | None = None,
         switches: Mapping[str, Switch] | None = None,
     ) -> None:
+        #: The kernel function whose tests these are.
+        self.function = function
         #: Parameters holding an expression of the arch (`compute_capability`: `arch // 10`).
         self.forwarded = dict(forwarded)
         self.arch_names = frozenset((*ARCH_NAMES, *self.forwarded))
@@ -77,12 +91,50 @@ class Scope:
         self._interpreter = Interpreter(program, Facts())
         calls = {name: const(switch.value) for name, switch in self.switches.items()}
         self._te_interpreter = Interpreter(program, Facts(calls=calls))
+        #: (test, arch, through_te, the bindings it reads) -> its truth (`truth`).
+        self._truths: dict[tuple, bool | None] = {}
+        #: Test -> the names whose bindings can decide it (`_deciding`).
+        self._deciding: dict[ast.expr, frozenset[str]] = {}
 
     def truth(
         self, test: ast.expr, arch: Arch, bindings: Mapping[str, Any], through_te: bool = False
     ) -> bool | None:
         """The truth of `test` on `arch` with `bindings` (and, `through_te`, TE's fixed
-        parameters and environment switches); None where unknown names decide it."""
+        parameters and environment switches); None where unknown names decide it.
+
+        Computed once per test, arch and value of the bindings it reads: a kernel's cases ask
+        the tests of each path on every architecture for every feature set, and most of those
+        bindings are of names the test never reads."""
+        deciding = self._deciding.get(test)
+        if deciding is None:
+            deciding = self._deciding[test] = self._names_deciding(test)
+        read = frozenset(
+            (name, type(value), value) for name, value in bindings.items() if name in deciding
+        )
+        key = (test, arch, through_te, read)
+        try:
+            return self._truths[key]
+        except KeyError:
+            truth = self._truths[key] = self._truth(test, arch, bindings, through_te)
+            return truth
+        except TypeError:  # an unhashable binding's value: asked afresh
+            return self._truth(test, arch, bindings, through_te)
+
+    def _names_deciding(self, test: ast.expr) -> frozenset[str]:
+        """The names a binding can decide `test` through: those it and the definitions of the
+        locals it reads read, arch names included, and each dotted name's prefixes (`v` of
+        `v.element_size`)."""
+        read = set(_read(test))
+        for name in self._locals_read(test):
+            read |= _read(self.definitions[name])
+        prefixes = {
+            name.rsplit(".", cut)[0] for name in read for cut in range(1, name.count(".") + 1)
+        }
+        return frozenset(read | prefixes)
+
+    def _truth(
+        self, test: ast.expr, arch: Arch, bindings: Mapping[str, Any], through_te: bool
+    ) -> bool | None:
         interpreter = self._te_interpreter if through_te else self._interpreter
         state = State({name: const(arch_value(arch)) for name in ARCH_NAMES})
         for name, expression in self.forwarded.items():
@@ -144,6 +196,7 @@ def _read(expression: ast.expr) -> frozenset[str]:
     ) - {None}
 
 
+@functools.lru_cache(maxsize=FUNCTION_CACHE)
 def _single_definitions(function: ast.FunctionDef, arch_names: frozenset[str]) -> dict:
     """Local -> its expression, for locals `function` stores exactly once, by `name = expr`.
 

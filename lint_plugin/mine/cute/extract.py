@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -34,6 +35,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from lint_plugin.mine.cute.arch import forwarded_parameters
 from lint_plugin.mine.cute.conditions import Scope, plain
+from lint_plugin.mine.cute.kernel import MODULE_CACHE, parse
 from lint_plugin.mine.cute.reach import Fixed, TeValues
 from lint_plugin.mine.cute.switches import Switch
 from lint_plugin.engine.program import blocks, heads
@@ -205,20 +207,47 @@ def refusals(
 ) -> list[Refusal]:
     """The architecture-conditioned refusals of one module, in source order; `calls` are TE's
     calls into the kernel, which fix some parameters (`Refusal.fixed_reads`), and in the
-    functions they reach the kernel's environment `switches` hold their unset values."""
-    module = ast.parse(source)
-    forwarded = forwarded_parameters(module)
+    functions they reach the kernel's environment `switches` hold their unset values.
+
+    Only evaluations `through_te` read those: the refusals themselves, their paths and their
+    architectures are the module's alone, found once per module (`_module_refusals`) and here
+    given the scopes of TE's calls."""
+    module = parse(source)
     te_values = TeValues(module, calls)
-    walkers = [
-        _Walker(
-            source,
-            file,
-            function,
-            qualname,
-            forwarded.get(function.name, {}),
-            te_values.in_function(function),
-            switches if te_values.reaches(function) else {},
+    scopes: dict[int, Scope] = {}
+
+    def through_te(route: Route) -> Route:
+        function = route.scope.function
+        scope = scopes.get(id(function))
+        if scope is None:
+            scope = scopes[id(function)] = Scope(
+                function,
+                route.scope.forwarded,
+                te_values.in_function(function),
+                switches if te_values.reaches(function) else {},
+            )
+        return Route(route.branches, scope)
+
+    return [
+        dataclasses.replace(
+            refusal,
+            path=through_te(refusal.path),
+            callers=tuple(through_te(caller) for caller in refusal.callers),
+            entered=te_values.entered,
+            entries=te_values.entries,
         )
+        for refusal in _module_refusals(module, source, file)
+    ]
+
+
+@functools.lru_cache(maxsize=MODULE_CACHE)
+def _module_refusals(module: ast.Module, source: str, file: str) -> tuple[Refusal, ...]:
+    """The module's refusals, in source order, in scopes without TE's calls: a kernel release
+    is mined through each TE release's calls, and this is all of the walk that does not
+    depend on them."""
+    forwarded = forwarded_parameters(module)
+    walkers = [
+        _Walker(source, file, function, qualname, forwarded.get(function.name, {}))
         for function, qualname in _functions(module.body, ())
     ]
     calls: dict[str, list[Route]] = {}
@@ -230,13 +259,11 @@ def refusals(
         name = walker.call_name
         callers = tuple(calls.get(name, ())) if name and name.startswith("_") else ()
         for refusal in walker.found:
-            refusal = dataclasses.replace(
-                refusal, callers=callers, entered=te_values.entered, entries=te_values.entries
-            )
+            refusal = dataclasses.replace(refusal, callers=callers)
             architectures = tuple(arch for arch in ARCHITECTURES if refusal.may_fire(arch, {}))
             if architectures:
                 found.append(dataclasses.replace(refusal, architectures=architectures))
-    return sorted(found, key=lambda refusal: refusal.line)
+    return tuple(sorted(found, key=lambda refusal: refusal.line))
 
 
 def _functions(
@@ -267,13 +294,11 @@ class _Walker:
         function: ast.FunctionDef,
         qualname: str,
         forwarded: Mapping[str, ast.expr],
-        fixed: Mapping[str, Fixed],
-        switches: Mapping[str, Switch],
     ) -> None:
         self.source = source
         self.file = file
         self.qualname = qualname
-        self.scope = Scope(function, forwarded, fixed, switches)
+        self.scope = Scope(function, forwarded)
         self.backward = bool(BACKWARD.search(f"{PurePosixPath(file).stem}.{qualname}"))
         self.call_name = _call_name(qualname)
         self.found: list[Refusal] = []
@@ -331,7 +356,7 @@ class _Walker:
                 file=self.file,
                 line=stmt.lineno,
                 function=self.qualname,
-                text=" ".join((ast.get_source_segment(self.source, stmt) or "").split()),
+                text=" ".join(_segment(self.source, stmt).split()),
                 message=_literal(message),
                 architectures=(),
                 backward=self.backward,
@@ -343,6 +368,29 @@ class _Walker:
                 callers=(),
             )
         )
+
+
+def _segment(source: str, node: ast.stmt) -> str:
+    """`ast.get_source_segment(source, node)`, from the source's lines split once per text
+    (it splits the whole module on every call: 2 s of a release's mining)."""
+    lines = _lines(source)
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first == last:
+        return lines[first].encode()[node.col_offset : node.end_col_offset].decode()
+    return "".join(
+        [
+            lines[first].encode()[node.col_offset :].decode(),
+            *lines[first + 1 : last],
+            lines[last].encode()[: node.end_col_offset].decode(),
+        ]
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _lines(source: str) -> tuple[str, ...]:
+    """The lines as the parser numbers them, each with its end: CR LF, CR or LF (a form feed
+    is no line end)."""
+    return tuple(re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z", source))
 
 
 def _call_name(qualname: str) -> str | None:

@@ -9,6 +9,8 @@ once.
 
 from __future__ import annotations
 
+import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,11 @@ DISTRIBUTION = "flash-attn-4"
 DIST_INFO_NAME = "flash_attn_4"
 #: The CuTe implementation, relative to the directory holding `flash_attn/`.
 PACKAGE = Path("flash_attn", "cute")
+#: Entries of the miner's per-node caches (`parse`'s trees, and what is read off their modules
+#: and functions): some 60 modules and 1,000 functions a release, so the last four releases
+#: mined (some 80 MB of trees each).
+MODULE_CACHE = 256
+FUNCTION_CACHE = 4096
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,15 @@ class KernelSource:
     def relative(self, path: Path) -> str:
         """`flash_attn/cute/interface.py`: how evidence names a file, whatever the root."""
         return path.relative_to(self.root).as_posix()
+
+
+@functools.lru_cache(maxsize=MODULE_CACHE)
+def parse(text: str) -> ast.Module:
+    """A module's tree, one per text: a kernel release is mined through each TE release's
+    calls, and what the miner reads off its modules and functions without TE's calls is cached
+    per node (`functools.lru_cache` on the node), so the trees must be the same objects. No
+    reader changes a tree (conditions are rewritten on copies: `conditions.plain`)."""
+    return ast.parse(text)
 
 
 def from_release(version: str) -> KernelSource:

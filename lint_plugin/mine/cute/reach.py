@@ -29,11 +29,12 @@ positionally where the position is not known.
 from __future__ import annotations
 
 import ast
+import functools
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from lint_plugin.mine.cute.kernel import BACKEND
+from lint_plugin.mine.cute.kernel import BACKEND, FUNCTION_CACHE, MODULE_CACHE
 from lint_plugin.mine.te_calls import KernelCall
 
 #: Marks a value that is not one constant.
@@ -96,7 +97,7 @@ class TeValues:
             for function in _reachable(graph, self._functions[entry]):
                 self._reached_from.setdefault(id(function), set()).add(entry)
                 self._reached[id(function)] = function
-        self._classes = [node for node in ast.walk(module) if isinstance(node, ast.ClassDef)]
+        self._classes = _classes(module)
 
     def reaches(self, function: ast.FunctionDef) -> bool:
         """Whether some TE call reaches `function` (through calls by name and `.apply`)."""
@@ -149,10 +150,7 @@ class TeValues:
         callers = [
             (caller, call)
             for caller in self._reached.values()
-            for call in ast.walk(caller)
-            if isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Name)
-            and call.func.id == function.name
+            for call in _calls_by_name(caller).get(function.name, ())
         ]
         fixed = {}
         for argument in _arguments(function):
@@ -267,6 +265,23 @@ def _is_ctx_attribute(node: ast.expr) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=MODULE_CACHE)
+def _classes(module: ast.Module) -> tuple[ast.ClassDef, ...]:
+    return tuple(node for node in ast.walk(module) if isinstance(node, ast.ClassDef))
+
+
+@functools.lru_cache(maxsize=FUNCTION_CACHE)
+def _calls_by_name(function: ast.FunctionDef) -> dict[str, tuple[ast.Call, ...]]:
+    """Name -> the calls of it by plain name in `function` (nested functions included), in
+    `ast.walk` order."""
+    calls: dict[str, list[ast.Call]] = {}
+    for call in ast.walk(function):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+            calls.setdefault(call.func.id, []).append(call)
+    return {name: tuple(found) for name, found in calls.items()}
+
+
+@functools.lru_cache(maxsize=MODULE_CACHE)
 def _call_graph(module: ast.Module) -> dict[int, list[ast.FunctionDef]]:
     """id of each function -> the module's functions it calls: by plain name (`_flash_attn_fwd(`),
     and an autograd Function's `forward` and `backward` for `FlashAttnFunc.apply(`."""
@@ -385,6 +400,7 @@ def _compares(test: ast.expr, name: str, value: Any) -> bool | None:
     return None if operation is None else operation(value, other)
 
 
+@functools.lru_cache(maxsize=FUNCTION_CACHE)
 def _store_counts(function: ast.FunctionDef) -> Counter[str]:
     return Counter(
         node.id
@@ -393,20 +409,21 @@ def _store_counts(function: ast.FunctionDef) -> Counter[str]:
     )
 
 
-def _reassigned(function: ast.FunctionDef) -> set[str]:
+@functools.lru_cache(maxsize=FUNCTION_CACHE)
+def _reassigned(function: ast.FunctionDef) -> frozenset[str]:
     """Names `function` stores to, other than by `x = maybe_contiguous(x, ...)` or
     `a, b = [maybe_contiguous(t) for t in (a, b)]`."""
     preserving = set()
     for node in ast.walk(function):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             preserving |= _preserved(node.targets[0], node.value)
-    return {
+    return frozenset(
         node.id
         for node in ast.walk(function)
         if isinstance(node, ast.Name)
         and isinstance(node.ctx, ast.Store)
         and id(node) not in preserving
-    }
+    )
 
 
 def _preserved(target: ast.expr, value: ast.expr) -> set[int]:

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from lint_plugin.engine.absint import State, const, join
 from lint_plugin.engine.interpreter import Facts, Interpreter
 from lint_plugin.engine.program import Program, dotted_name
+from lint_plugin.mine.cute.kernel import MODULE_CACHE
 
 #: The calls that read one variable: `os.environ.get(NAME, default)`, `os.getenv(NAME, default)`.
 READS = ("os.environ.get", "os.getenv", "environ.get", "getenv")
@@ -77,6 +79,7 @@ def switches(modules: Iterable[ast.Module]) -> dict[str, Switch]:
     return {name: switch for name, switch in found.items() if name not in clashes}
 
 
+@functools.lru_cache(maxsize=MODULE_CACHE)
 def _module_switches(module: ast.Module) -> dict[str, Switch]:
     globals_: dict[str, Switch] = {}
     for node in module.body:
