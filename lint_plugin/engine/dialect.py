@@ -20,7 +20,8 @@ import ast
 import contextlib
 import dataclasses
 from functools import cached_property
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping
 
 from packaging.version import InvalidVersion, Version, parse
 
@@ -91,8 +92,10 @@ TORCH_DTYPES = {
     "half": "float16",
     "float": "float32",
 }
-#: What a run reads each of them as.
-TORCH_DTYPE_VALUES = {f"torch.{spelling}": const(name) for spelling, name in TORCH_DTYPES.items()}
+#: What a run reads each of them as (shared by every selector, so read-only).
+TORCH_DTYPE_VALUES: Mapping[str, Value] = MappingProxyType(
+    {f"torch.{spelling}": const(name) for spelling, name in TORCH_DTYPES.items()}
+)
 
 
 class Dialect:
@@ -352,7 +355,7 @@ class Dialect:
         return {*self.module_names, *self.module_functions, *PURE_BUILTINS}
 
     @property
-    def torch_dtypes(self) -> dict[str, Value]:
+    def torch_dtypes(self) -> Mapping[str, Value]:
         """`torch.bfloat16` and the other dtypes, each as the name a scenario holds a dtype
         input by (`"bfloat16"`), so that `qkv_dtype in [torch.float16, ...]` compares like with
         like. Every spelling is bound, read or not: a name no code reads costs a run nothing,
