@@ -8,6 +8,7 @@ its source, so they work on a module imported from a wheel, a checkout or a patc
 from __future__ import annotations
 
 import dis
+import functools
 import types
 from typing import Iterator
 
@@ -41,9 +42,16 @@ def reached_functions(function: types.FunctionType) -> list[types.FunctionType]:
 
 def written_globals(function: types.FunctionType) -> frozenset[str]:
     """Module globals `function` assigns or deletes."""
+    return frozenset(name for code in code_objects(function) for name in _stored_globals(code))
+
+
+@functools.lru_cache(maxsize=4096)
+def _stored_globals(code: types.CodeType) -> frozenset[str]:
+    """The globals one code object stores or deletes, disassembled once per code: every load
+    of a selector module makes new functions, but a module whose code is compiled once
+    (`harness.compiled`) hands them the same code objects."""
     return frozenset(
         instruction.argval
-        for code in code_objects(function)
         for instruction in dis.get_instructions(code)
         if instruction.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")
     )

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import itertools
 import sys
 import types
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from selector_patch.harness.compiled import compiled
 from selector_patch.harness.opaque import OpaqueModule
 
 TE_PACKAGE = "transformer_engine"
@@ -153,16 +155,11 @@ class PrivateImports:
         path = self._source_path(name) if functions else None
         if path is None:
             return
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        kept = [
-            node
-            for node in tree.body
-            if isinstance(node, ast.FunctionDef) and node.name in functions
-        ]
+        code, defined = _definitions(path.read_text(encoding="utf-8"), str(path), functions)
         namespace = {"__builtins__": self.builtins, "__name__": name}
-        exec(compile(ast.Module(body=kept, type_ignores=[]), str(path), "exec"), namespace)
-        for function in kept:
-            setattr(module, function.name, namespace[function.name])
+        exec(code, namespace)
+        for function in defined:
+            setattr(module, function, namespace[function])
 
     def _execute(self, name: str) -> types.ModuleType | None:
         path = self._source_path(name)
@@ -170,7 +167,7 @@ class PrivateImports:
             return None
         module = self.new_module(path, package=name.rpartition(".")[0])
         self.modules[name] = module  # visible to its own (circular) imports
-        execute(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module)
+        execute(compiled(path.read_text(encoding="utf-8"), str(path)), module)
         return module
 
     def new_module(self, path: Path, *, package: str) -> types.ModuleType:
@@ -180,6 +177,21 @@ class PrivateImports:
         module.__package__ = package
         module.__builtins__ = self.builtins
         return module
+
+
+@functools.lru_cache(maxsize=64)
+def _definitions(
+    text: str, filename: str, functions: tuple[str, ...]
+) -> tuple[types.CodeType, tuple[str, ...]]:
+    """The module-level definitions of `functions` in `text`, compiled alone (once per text,
+    as `compiled` does), and the names of those it defines."""
+    kept = [
+        node
+        for node in ast.parse(text, filename).body
+        if isinstance(node, ast.FunctionDef) and node.name in functions
+    ]
+    code = compile(ast.Module(body=kept, type_ignores=[]), filename, "exec")
+    return code, tuple(node.name for node in kept)
 
 
 def dotted_name(path: Path, root: Path | None) -> str:

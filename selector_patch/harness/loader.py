@@ -23,7 +23,6 @@ and `fused_assumption` says so in one sentence every result carries.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import inspect
 import threading
@@ -35,6 +34,7 @@ import torch
 
 from selector_patch import scoped_env
 from selector_patch.harness.calling import call_selector, input_names
+from selector_patch.harness.compiled import compiled, parsed
 from selector_patch.harness.device import Machine, MetadataView, TorchView, VirtualDevice
 from selector_patch.harness.extension import (
     ASSUMED_BACKEND,
@@ -109,12 +109,12 @@ class LoadedSelector:
             f" (no TE C++ for {source.te_version or self.path})"
         )
         try:
-            tree = ast.parse(text, str(self.path))
+            tree = parsed(text, str(self.path))
         except SyntaxError as error:
             raise LoadError(
                 self.path, f"syntax error on line {error.lineno}: {error.msg}"
             ) from None
-        self._code = compile(tree, str(self.path), "exec")
+        self._code = compiled(text, str(self.path))
         self._layout = return_layout(tree, SELECTOR)
         self._package = dotted_name(source.path, source.root).rpartition(".")[0]
         self._lock = threading.Lock()

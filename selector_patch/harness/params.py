@@ -134,7 +134,11 @@ def attention_params_kwargs(
         "fp8_output": scenario.fp8_output,
         "checkpoint_core_attention": scenario.checkpoint_core_attention,
     }
-    return {**{name: value for name, value in passed.items() if name in declared}, **(extra or {})}
+    for name in passed.keys() - declared:  # the few this release does not declare
+        del passed[name]
+    if extra:
+        passed.update(extra)
+    return passed
 
 
 @functools.lru_cache(maxsize=64)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, Hashable, Mapping
 
 from packaging.version import Version
 
@@ -71,6 +71,9 @@ class ModuleState:
         self._dunders = len(vars(self._utils)) - len(self._pristine) if self._utils else 0
         self._wire = wire
         self._pinned: dict[Hashable, dict[str, Any]] = {}
+        #: The state last put back, and the whole class as it was right after.
+        self._last: dict[str, Any] | None = None
+        self._last_full: dict[str, Any] = {}
 
     def reset(self, machine: Hashable, flash_attn: tuple[tuple[str, str | None], ...]) -> None:
         """Restore the import-time globals and the class state TE's wiring leaves on `machine`
@@ -85,15 +88,22 @@ class ModuleState:
 
     def _restore(self, state: dict[str, Any]) -> None:
         """The class as it was in `state`: changed attributes put back, added ones removed
-        (every call does this, so only what differs is written)."""
+        (every call does this, so only what differs is written).
+
+        Most calls change nothing: the class then compares equal to what was pinned (one
+        comparison in C, each value first by identity), and nothing is written.
+        """
         utils = self._utils
         current = vars(utils)
+        if self._last is state and _equal(current, self._last_full):
+            return
         for name, value in state.items():
             if current.get(name, _MISSING) is not value:
                 setattr(utils, name, value)
         if len(current) != len(state) + self._dunders:
             for name in [n for n in current if not n.startswith("__") and n not in state]:
                 delattr(utils, name)
+        self._last, self._last_full = state, dict(current)
 
     def _pin(self, flash_attn: tuple[tuple[str, str | None], ...]) -> dict[str, Any]:
         self._restore(self._pristine)
@@ -107,3 +117,12 @@ class ModuleState:
             setattr(self._utils, ROLES[role].versions[0].rpartition(".")[2], Version(version))
             setter()
         return _class_state(self._utils)
+
+
+def _equal(current: Mapping[str, Any], expected: dict[str, Any]) -> bool:
+    """Whether the class holds what it held (False also where a value's `==` gives no truth
+    value, as a tensor's does: that class is then put back attribute by attribute)."""
+    try:
+        return current == expected
+    except Exception:
+        return False

@@ -19,6 +19,7 @@ package's version and calls the matching setter, the part of TE's wiring every d
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from selector_patch.harness.imports import PrivateImports, dotted_name, execute
@@ -98,8 +99,17 @@ def find_wiring(selector: Path, root: Path | None) -> Wiring | None:
     for path in candidates:
         if path == selector or not path.is_file():
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        alias = utils_alias(tree)
-        if alias is not None:
-            return Wiring(path, dotted_name(path, root).rpartition(".")[0], tree, alias)
+        package = dotted_name(path, root).rpartition(".")[0]
+        wiring = _wiring(path, package, path.read_text(encoding="utf-8"))
+        if wiring is not None:
+            return wiring
     return None
+
+
+@functools.lru_cache(maxsize=32)
+def _wiring(path: Path, package: str, text: str) -> Wiring | None:
+    """The wiring in `text`, the file at `path`, if it imports `FlashAttentionUtils`: parsed
+    and compiled once per text (every load of a selector reads it, see `compiled`)."""
+    tree = ast.parse(text, str(path))
+    alias = utils_alias(tree)
+    return None if alias is None else Wiring(path, package, tree, alias)
