@@ -194,7 +194,7 @@ class LoadedSelector:
             member_name(scenario.fused_backend)  # reject a misspelt override before running
         with (
             self._lock,
-            scoped_env.overridden(dict(scenario.env), hide_prefix=ENV_PREFIX),
+            scoped_env.overridden(scenario.env, hide_prefix=ENV_PREFIX),
             torch.set_grad_enabled(scenario.backward),
         ):
             machine = Machine.of(scenario)

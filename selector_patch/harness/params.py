@@ -26,7 +26,6 @@ import dataclasses
 import functools
 import math
 import re
-import warnings
 from typing import Any, Callable, Mapping
 
 import torch
@@ -161,10 +160,8 @@ def _window_size(scenario: Scenario, check_set_window_size: Callable | None) -> 
     `check_set_window_size` sets it for the mask; a window it asserts against is no request."""
     if check_set_window_size is None:
         return scenario.window_size
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # its notice that it changed the window
-            return check_set_window_size(scenario.attn_mask_type, scenario.window_size)
+    try:  # its notice that it changed the window goes to the selection's log (`WarningsView`)
+        return check_set_window_size(scenario.attn_mask_type, scenario.window_size)
     except AssertionError as error:
         raise Unrepresentable(f"window_size={scenario.window_size!r}: {error}") from None
 

@@ -9,6 +9,7 @@ cuDNN's fused sub-backend TE returned, and the selector's own log lines, formatt
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -71,6 +72,7 @@ class Selection:
         return tuple(line for line in lines if line is not None)
 
 
+@functools.lru_cache(maxsize=64)
 def _flash_role(version: str | None) -> str:
     """The role TE runs for `use_flash_attention=True` with this flash version.
 
@@ -79,6 +81,24 @@ def _flash_role(version: str | None) -> str:
     not installed, returns a stale version or none, and TE's dispatch decides what runs.
     """
     return dispatched_role(Version(version).major if version is not None else None)
+
+
+#: `_text`'s answers by the identity of the object, which each entry keeps alive.
+_TEXTS: dict[int, tuple[object, str]] = {}
+
+
+def _text(value: object) -> str:
+    """`str(value)`, remembered per object: a selector returns the same few `Version` objects,
+    held on `FlashAttentionUtils`, and their `str` is pure Python (some 4% of a request in a
+    snapshot). Not by equality: `Version("2.0") == Version("2.0.0")`, and they print apart."""
+    held = _TEXTS.get(id(value))
+    if held is not None and held[0] is value:
+        return held[1]
+    if len(_TEXTS) >= 1024:  # a selector that makes a new one each call
+        _TEXTS.clear()
+    text = str(value)
+    _TEXTS[id(value)] = (value, text)
+    return text
 
 
 def fused_backend_name(returned: object) -> str | None:
@@ -126,7 +146,7 @@ def interpret(
     flash_version = None
     if selected == FLASH and FLASH_VERSION in layout.position:
         flash_backend = result[layout.position[FLASH_VERSION]]
-        flash_version = str(flash_backend) if flash_backend is not None else None
+        flash_version = _text(flash_backend) if flash_backend is not None else None
         role = _flash_role(flash_version)
     elif selected == FLASH:
         role = "FA3" if module_globals.get(FA3_GLOBAL) else "FA2"

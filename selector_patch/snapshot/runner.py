@@ -11,13 +11,16 @@ selection that raises in the selector's own code is answered with what it raised
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable, ContextManager, Iterator
 
 from selector_patch.scoped_env import EVERY
 from selector_patch.snapshot.comparisons import Expression
 from selector_patch.snapshot.grid import ARCHITECTURE, MODES, Configuration, Factor, Grid
 from selector_patch.snapshot.outcome import Outcome, Reader
 from selector_patch.testing.inputs import request_of
+
+#: What a selection is taken to have read where its reads are not recorded.
+READ_EVERY = frozenset((EVERY,))
 
 if TYPE_CHECKING:
     from selector_patch.harness import LoadedSelector
@@ -121,13 +124,12 @@ class Asker:
                 outcome = self.reader.outcome(selection)
         return outcome, frozenset(read)
 
-    @contextlib.contextmanager
-    def _record(self) -> Iterator[set[str]]:
+    def _record(self) -> ContextManager[AbstractSet[str]]:
+        """A block that gives the variables read within it (all of them, `EVERY`, for a
+        module that does not read them through the view)."""
         if self._recording is None:
-            yield {EVERY}
-            return
-        with self._recording() as read:
-            yield read
+            return contextlib.nullcontext(READ_EVERY)
+        return self._recording()
 
 
 def _moved(scenario: "Scenario", changes: dict[str, Any]) -> "Scenario":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -63,6 +64,8 @@ class FusedQuery:
     def __init__(self, unit: TranslationUnit, path: Path) -> None:
         self.unit = unit
         self.parameters = unit.parameters
+        self._callbacks: dict[Callable, object] = {}
+        self._local = threading.local()
         compiled = ctypes.CDLL(str(path))
         self._query = compiled.te_attn_guards_query
         self._query.restype = ctypes.c_int
@@ -90,20 +93,14 @@ class FusedQuery:
         environment: Callable[[str], str | None],
         arguments: Sequence[object],
     ) -> tuple[int, tuple[str, ...]]:
-        """The backend's value and the lines TE printed; `QueryFailure` when TE threw."""
+        """The backend's value and the lines TE printed; `QueryFailure` when TE threw.
 
-        def lookup(name: bytes, buffer, size: int) -> int:
-            value = environment(name.decode())
-            if value is None:
-                return -1
-            encoded = value.encode()[: size - 1]
-            ctypes.memmove(buffer, encoded, len(encoded))
-            return len(encoded)
-
-        machine = _Machine(sm_arch, cudnn_version, EnvironmentLookup(lookup))
-        backend = ctypes.c_longlong()
-        log = ctypes.create_string_buffer(BUFFER)
-        error = ctypes.create_string_buffer(BUFFER)
+        The callback and the buffers are made once (per `environment`, per thread), not per
+        call: a snapshot of TE 2.20.2 asks some 60,000 times. The trampoline writes the log whole on every
+        call and the error whenever it fails, so nothing of an earlier call is read.
+        """
+        machine = _Machine(sm_arch, cudnn_version, self._callback(environment))
+        backend, log, error = self._buffers()
         status = self._query(
             ctypes.byref(machine), *arguments, ctypes.byref(backend), log, BUFFER, error, BUFFER
         )
@@ -111,6 +108,33 @@ class FusedQuery:
         if status != 0:
             raise QueryFailure(error.value.decode(errors="replace"))
         return backend.value, printed
+
+    def _callback(self, environment: Callable[[str], str | None]):
+        """`environment` as the C callback `getenv` reads through (kept alive here)."""
+        callback = self._callbacks.get(environment)
+        if callback is None:
+
+            def lookup(name: bytes, buffer, size: int) -> int:
+                value = environment(name.decode())
+                if value is None:
+                    return -1
+                encoded = value.encode()[: size - 1]
+                ctypes.memmove(buffer, encoded, len(encoded))
+                return len(encoded)
+
+            callback = self._callbacks[environment] = EnvironmentLookup(lookup)
+        return callback
+
+    def _buffers(self) -> tuple[ctypes.c_longlong, ctypes.Array, ctypes.Array]:
+        """This thread's result, log and error buffers."""
+        buffers = getattr(self._local, "buffers", None)
+        if buffers is None:
+            buffers = self._local.buffers = (
+                ctypes.c_longlong(),
+                ctypes.create_string_buffer(BUFFER),
+                ctypes.create_string_buffer(BUFFER),
+            )
+        return buffers
 
 
 @functools.lru_cache(maxsize=None)
