@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +20,8 @@ from selector_patch.harness import load_selector
 from selector_patch.selection_diff import RENDERERS, Side, diff
 from selector_patch.selection_diff.compare import compare
 from selector_patch.selection_diff.report import build, scenario_of
-from selector_patch.snapshot import take
+from selector_patch.snapshot import read, take
+from selector_patch.sources import resolve
 
 BASE = "2.10.0"
 DROPOUT_FILTER = (
@@ -52,6 +54,23 @@ def fork_of(source, text: str, where) -> str:
     shutil.copytree(source.root, root)
     (root / source.path.relative_to(source.root)).write_text(text)
     return str(root)
+
+
+@pytest.fixture(scope="module")
+def recorded(base, tmp_path_factory) -> dict[str, str]:
+    """The base release and its fork without the dropout filter, each as a checkout (`fork`)
+    and as the snapshot of its selection (`base.json`, `fork.json`), made once: asking a grid
+    is what a diff costs, and the CLI tests below need each answer only once."""
+    source, text = base
+    where = tmp_path_factory.mktemp("recorded")
+    fork = fork_of(source, text.replace(DROPOUT_FILTER, ""), where)
+    for name, recorded_source in (("base.json", source), ("fork.json", resolve(fork))):
+        take(load_selector(recorded_source)).write(where / name)
+    return {
+        "fork": fork,
+        "base.json": str(where / "base.json"),
+        "fork.json": str(where / "fork.json"),
+    }
 
 
 def compared(source, original: str, changed: str):
@@ -165,18 +184,17 @@ def test_a_release_against_itself_differs_nowhere(version, release) -> None:
     assert report["compared"] == report["configurations"] > 0
 
 
-def test_a_snapshot_against_its_selector_and_against_a_changed_one(base, tmp_path) -> None:
-    source, text = base
-    path = tmp_path / "before.json"
-    take(load_selector(source)).write(path)
-    assert main(["diff", str(path), BASE, "--quiet"]) == 0
-    fork = fork_of(source, text.replace(DROPOUT_FILTER, ""), tmp_path)
-    assert main(["diff", str(path), fork, "--format", "json", "--quiet"]) == 1
+def test_a_snapshot_against_its_selector_and_against_a_changed_one(recorded) -> None:
+    assert main(["diff", recorded["base.json"], BASE, "--quiet"]) == 0
+    assert (
+        main(["diff", recorded["base.json"], recorded["fork"], "--format", "json", "--quiet"]) == 1
+    )
 
 
-def test_formats_and_exit_codes(base, tmp_path, capsys) -> None:
-    source, text = base
-    fork = fork_of(source, text.replace(DROPOUT_FILTER, ""), tmp_path)
+def test_formats_and_exit_codes(recorded, tmp_path, capsys) -> None:
+    """The two selectors once, as JSON; each other format renders the same change between
+    their snapshots (the renderers read only the report)."""
+    fork = recorded["fork"]
     assert main(["diff", BASE, fork, "--format", "json"]) == 1
     out = capsys.readouterr()
     assert out.err == ""  # not a terminal: no progress
@@ -186,7 +204,8 @@ def test_formats_and_exit_codes(base, tmp_path, capsys) -> None:
     assert {"backend", "log"} <= set(difference["a"]) and {"backend", "log"} <= set(difference["b"])
     assert difference["witness"]["compute_capability"] == [9, 0]
     for output_format in ("text", "markdown", "html"):
-        assert main(["diff", BASE, fork, "--format", output_format]) == 1
+        snapshots = [recorded["base.json"], recorded["fork.json"]]
+        assert main(["diff", *snapshots, "--format", output_format]) == 1
         rendered = capsys.readouterr().out
         assert "attention_dropout > 0.0" in rendered
     assert main(["diff", BASE, str(tmp_path / "nothing.json")]) == 2
@@ -197,11 +216,12 @@ def test_formats_and_exit_codes(base, tmp_path, capsys) -> None:
     assert "bad.json: not a selection snapshot" in capsys.readouterr().err
 
 
-def test_the_fused_assumption_is_said_once_at_the_top(base) -> None:
-    source, _ = base
-    a = Side.of_selector(load_selector(source), "A")
+def test_the_fused_assumption_is_said_once_at_the_top(recorded) -> None:
+    """The base against itself, as snapshots: where the text says it is all this asks."""
+    snapshot = read(Path(recorded["base.json"]))
+    a = Side.of_snapshot(snapshot, "A")
     a.fused_assumption = "fused answer assumed: F16_arbitrary_seqlen (no TE C++ for 2.10.0)"
-    report = diff(a, Side.of_selector(load_selector(source), "B"))
+    report = diff(a, Side.of_snapshot(snapshot, "B"))
     text = RENDERERS["text"](report)
     assert text.count("fused answer assumed") == 1
     assert text.splitlines()[2] == f"A: {a.fused_assumption}"
