@@ -93,6 +93,59 @@ def codemod_result(release) -> Callable[[str], CodemodResult]:
 
 
 @pytest.fixture(scope="session")
+def shared_file(tmp_path_factory) -> Callable[[str, Callable[[], bytes]], Path]:
+    """`shared_file(name, make)`: a file holding `make()`, made once per test run: the xdist
+    workers of a run share one directory (their base directories' parent), the first to ask
+    writes the file under a lock, and the others, waiting on the lock, read it."""
+    from codemods.files import locked, replace_atomically
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = tmp_path_factory.getbasetemp().parent / "shared"
+        root.mkdir(exist_ok=True)
+    else:
+        root = tmp_path_factory.mktemp("shared")
+
+    def get(name: str, make: Callable[[], bytes]) -> Path:
+        path, lock = root / name, root / f"{name}.lock"
+        lock.touch()
+        with locked(lock):
+            if not path.exists():
+                replace_atomically(path, make())
+        return path
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def own_selection(shared_file, load_te_selector, release) -> Callable[[str], tuple[str, str]]:
+    """`own_selection("2.20.2")`: the snapshot text of the release's selection over its own grid,
+    twice: asked of the session's loaded selector (the plugin's) and of a load of its own. Each
+    is a whole grid (a minute on the newest releases), taken once per test run for the tests
+    that judge it (`test_snapshot`, `test_selection_diff`)."""
+    from selector_patch.harness import load_selector
+    from selector_patch.snapshot import take
+
+    texts: dict[str, tuple[str, str]] = {}
+
+    def get(version: str) -> tuple[str, str]:
+        if version not in texts:
+            loads = {
+                "session": lambda: load_te_selector(version).loaded,
+                "own": lambda: load_selector(release(version)),
+            }
+            texts[version] = tuple(
+                shared_file(
+                    f"selection-{version}-{name}.json",
+                    lambda load=load: take(load()).to_text().encode("utf-8"),
+                ).read_text(encoding="utf-8")
+                for name, load in loads.items()
+            )
+        return texts[version]
+
+    return get
+
+
+@pytest.fixture(scope="session")
 def te_cxx() -> Path:
     """The directory of per-release C++ trees; the test skips where it or a compiler is absent."""
     if NO_TE_CXX is not None:
