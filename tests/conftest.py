@@ -9,15 +9,20 @@ once per session; `.loaded` is the harness's `LoadedSelector`. Tests that change
 
 from __future__ import annotations
 
+import functools
 import os
+import pickle
 import shutil
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import pytest
 
 from selector_patch.sources import SelectorSource, resolve
 from selector_patch.te_cxx import TE_CXX_VARIABLE
+
+if TYPE_CHECKING:
+    from selector_patch.harness import LoadedSelector
 
 #: TE's C++ for 26 releases, test data beside the checkout (`../shared/te-cxx`, see its README).
 #: Wherever it is present (and a compiler is) the harness's fused answers are TE's own, in this
@@ -54,39 +59,55 @@ def release() -> Callable[[str], SelectorSource]:
 
 
 class CodemodResult:
-    """A release's selector before and after `codemods.apply.transform`, and the selection diff
-    of the two; each computed once per session (the diff asks both selectors some 100,000
-    requests on the newest releases, and two test modules judge it)."""
+    """A release's selector before and after `codemods.apply.transform`, the result loaded in the
+    harness, each once per session, and the selection diff of the two, once per test run (the
+    diff asks both selectors some 100,000 requests on the newest releases, and two test modules
+    judge it: `shared_file`)."""
 
-    def __init__(self, source: SelectorSource) -> None:
+    def __init__(self, source: SelectorSource, shared_file) -> None:
         from codemods.apply import transform
         from selector_patch.registry import HAZARDS
 
         self.source = source
         self.original = source.path.read_text()
         self.result, self.statuses = transform(self.original, HAZARDS)
+        self._shared_file = shared_file
         self._report: dict | None = None
+
+    @functools.cached_property
+    def selector(self) -> "LoadedSelector":
+        """The result in the harness, for the tests that run it and the selection diff."""
+        from selector_patch.harness import load_selector
+
+        return load_selector(self.source, text=self.result)
 
     @property
     def selection_report(self) -> dict:
         if self._report is None:
-            from codemods.selection import selection_report
-            from selector_patch.registry import HAZARDS
-
-            self._report = selection_report(
-                self.source, self.original, self.result, HAZARDS, quiet=True
-            )
+            name = f"selection-report-{self.source.te_version}.pickle"
+            path = self._shared_file(name, self._selection_report)
+            self._report = pickle.loads(path.read_bytes())
         return self._report
+
+    def _selection_report(self) -> bytes:
+        from codemods.selection import selection_report
+        from selector_patch.registry import HAZARDS
+
+        return pickle.dumps(
+            selection_report(
+                self.source, self.original, self.result, HAZARDS, quiet=True, loaded=self.selector
+            )
+        )
 
 
 @pytest.fixture(scope="session")
-def codemod_result(release) -> Callable[[str], CodemodResult]:
+def codemod_result(release, shared_file) -> Callable[[str], CodemodResult]:
     """`codemod_result("2.17.1")`: the codemod's result on a release, once per session."""
     results: dict[str, CodemodResult] = {}
 
     def get(version: str) -> CodemodResult:
         if version not in results:
-            results[version] = CodemodResult(release(version))
+            results[version] = CodemodResult(release(version), shared_file)
         return results[version]
 
     return get
