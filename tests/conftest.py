@@ -23,6 +23,7 @@ from selector_patch.te_cxx import TE_CXX_VARIABLE
 
 if TYPE_CHECKING:
     from selector_patch.harness import LoadedSelector
+    from selector_patch.verify import HazardReport
 
 #: TE's C++ for 26 releases, test data beside the checkout (`../shared/te-cxx`, see its README).
 #: Wherever it is present (and a compiler is) the harness's fused answers are TE's own, in this
@@ -162,6 +163,27 @@ def own_selection(shared_file, load_te_selector, release) -> Callable[[str], tup
                 for name, load in loads.items()
             )
         return texts[version]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def release_reports(shared_file, load_te_selector) -> Callable[[str], dict[str, HazardReport]]:
+    """`release_reports("2.20.2")`: the harness's report on each registry hazard for the release
+    as released (`selector_patch.verify`), made once per test run for the corpus tests that
+    judge it (`test_harness_corpus`, `test_analysis_corpus`)."""
+    from selector_patch.verify import verify
+
+    reports: dict[str, dict[str, HazardReport]] = {}
+
+    def make(version: str) -> bytes:
+        return pickle.dumps(verify(load_te_selector(version).loaded))
+
+    def get(version: str) -> dict[str, HazardReport]:
+        if version not in reports:
+            path = shared_file(f"reports-{version}.pickle", lambda: make(version))
+            reports[version] = {report.id: report for report in pickle.loads(path.read_bytes())}
+        return reports[version]
 
     return get
 
