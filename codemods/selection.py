@@ -28,12 +28,12 @@ def selection_report(
     hazards: Sequence[Hazard],
     *,
     quiet: bool = False,
-    loaded: "LoadedSelector | None" = None,
+    loaded: "tuple[LoadedSelector | None, LoadedSelector | None]" = (None, None),
 ) -> dict:
     """The selection diff of `original` and `patched` (the same file, before and after); a
     `FileError` (one line) when the harness cannot run them or a change lies outside every
-    hazard's region. `loaded`: `patched` already loaded in the harness, for a caller that runs
-    it besides (the harness loads a selector in a third of a second)."""
+    hazard's region. `loaded`: either text already loaded in the harness, for a caller that
+    runs it besides (the harness loads a selector in a third of a second)."""
     try:
         from selector_patch.harness import LoadError, load_selector
     except ImportError as error:  # torch: the harness extra
@@ -45,9 +45,12 @@ def selection_report(
     from selector_patch.selection_diff import Side, diff
 
     try:
-        before = Side.of_selector(load_selector(source, text=original), f"{source.path}")
+        unguarded, guarded = loaded
+        before = Side.of_selector(
+            unguarded or load_selector(source, text=original), f"{source.path}"
+        )
         after = Side.of_selector(
-            loaded or load_selector(source, text=patched), f"{source.path} (guarded)"
+            guarded or load_selector(source, text=patched), f"{source.path} (guarded)"
         )
         with progress(0, "selection diff", quiet=quiet) as bar:
             report = diff(before, after, hazards, bar)

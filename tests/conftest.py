@@ -65,7 +65,7 @@ class CodemodResult:
     diff asks both selectors some 100,000 requests on the newest releases, and two test modules
     judge it: `shared_file`)."""
 
-    def __init__(self, source: SelectorSource, shared_file) -> None:
+    def __init__(self, source: SelectorSource, shared_file, load_te_selector) -> None:
         from codemods.apply import transform
         from selector_patch.registry import HAZARDS
 
@@ -73,6 +73,7 @@ class CodemodResult:
         self.original = source.path.read_text()
         self.result, self.statuses = transform(self.original, HAZARDS)
         self._shared_file = shared_file
+        self._load_te_selector = load_te_selector
         self._report: dict | None = None
 
     @functools.cached_property
@@ -94,21 +95,27 @@ class CodemodResult:
         from codemods.selection import selection_report
         from selector_patch.registry import HAZARDS
 
+        released = self._load_te_selector(self.source.te_version).loaded  # the session's
         return pickle.dumps(
             selection_report(
-                self.source, self.original, self.result, HAZARDS, quiet=True, loaded=self.selector
+                self.source,
+                self.original,
+                self.result,
+                HAZARDS,
+                quiet=True,
+                loaded=(released, self.selector),
             )
         )
 
 
 @pytest.fixture(scope="session")
-def codemod_result(release, shared_file) -> Callable[[str], CodemodResult]:
+def codemod_result(release, shared_file, load_te_selector) -> Callable[[str], CodemodResult]:
     """`codemod_result("2.17.1")`: the codemod's result on a release, once per session."""
     results: dict[str, CodemodResult] = {}
 
     def get(version: str) -> CodemodResult:
         if version not in results:
-            results[version] = CodemodResult(release(version), shared_file)
+            results[version] = CodemodResult(release(version), shared_file, load_te_selector)
         return results[version]
 
     return get
