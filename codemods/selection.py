@@ -11,11 +11,14 @@ guard the analyzer cannot verify. This is what the harness-based self-check of t
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from codemods.files import FileError
 from selector_patch.registry import Hazard
 from selector_patch.sources import SelectorSource
+
+if TYPE_CHECKING:
+    from selector_patch.harness import LoadedSelector
 
 
 def selection_report(
@@ -25,10 +28,12 @@ def selection_report(
     hazards: Sequence[Hazard],
     *,
     quiet: bool = False,
+    loaded: "tuple[LoadedSelector | None, LoadedSelector | None]" = (None, None),
 ) -> dict:
     """The selection diff of `original` and `patched` (the same file, before and after); a
     `FileError` (one line) when the harness cannot run them or a change lies outside every
-    hazard's region."""
+    hazard's region. `loaded`: either text already loaded in the harness, for a caller that
+    runs it besides (the harness loads a selector in a third of a second)."""
     try:
         from selector_patch.harness import LoadError, load_selector
     except ImportError as error:  # torch: the harness extra
@@ -40,8 +45,13 @@ def selection_report(
     from selector_patch.selection_diff import Side, diff
 
     try:
-        before = Side.of_selector(load_selector(source, text=original), f"{source.path}")
-        after = Side.of_selector(load_selector(source, text=patched), f"{source.path} (guarded)")
+        unguarded, guarded = loaded
+        before = Side.of_selector(
+            unguarded or load_selector(source, text=original), f"{source.path}"
+        )
+        after = Side.of_selector(
+            guarded or load_selector(source, text=patched), f"{source.path} (guarded)"
+        )
         with progress(0, "selection diff", quiet=quiet) as bar:
             report = diff(before, after, hazards, bar)
     except LoadError as error:

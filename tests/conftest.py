@@ -9,15 +9,21 @@ once per session; `.loaded` is the harness's `LoadedSelector`. Tests that change
 
 from __future__ import annotations
 
+import functools
 import os
+import pickle
 import shutil
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import pytest
 
 from selector_patch.sources import SelectorSource, resolve
 from selector_patch.te_cxx import TE_CXX_VARIABLE
+
+if TYPE_CHECKING:
+    from selector_patch.harness import LoadedSelector
+    from selector_patch.verify import HazardReport
 
 #: TE's C++ for 26 releases, test data beside the checkout (`../shared/te-cxx`, see its README).
 #: Wherever it is present (and a compiler is) the harness's fused answers are TE's own, in this
@@ -54,40 +60,137 @@ def release() -> Callable[[str], SelectorSource]:
 
 
 class CodemodResult:
-    """A release's selector before and after `codemods.apply.transform`, and the selection diff
-    of the two; each computed once per session (the diff asks both selectors some 100,000
-    requests on the newest releases, and two test modules judge it)."""
+    """A release's selector before and after `codemods.apply.transform`, the result loaded in the
+    harness, each once per session, and the selection diff of the two, once per test run (the
+    diff asks both selectors some 100,000 requests on the newest releases, and two test modules
+    judge it: `shared_file`)."""
 
-    def __init__(self, source: SelectorSource) -> None:
+    def __init__(self, source: SelectorSource, shared_file, load_te_selector) -> None:
         from codemods.apply import transform
         from selector_patch.registry import HAZARDS
 
         self.source = source
         self.original = source.path.read_text()
         self.result, self.statuses = transform(self.original, HAZARDS)
+        self._shared_file = shared_file
+        self._load_te_selector = load_te_selector
         self._report: dict | None = None
+
+    @functools.cached_property
+    def selector(self) -> "LoadedSelector":
+        """The result in the harness, for the tests that run it and the selection diff."""
+        from selector_patch.harness import load_selector
+
+        return load_selector(self.source, text=self.result)
 
     @property
     def selection_report(self) -> dict:
         if self._report is None:
-            from codemods.selection import selection_report
-            from selector_patch.registry import HAZARDS
-
-            self._report = selection_report(
-                self.source, self.original, self.result, HAZARDS, quiet=True
-            )
+            name = f"selection-report-{self.source.te_version}.pickle"
+            path = self._shared_file(name, self._selection_report)
+            self._report = pickle.loads(path.read_bytes())
         return self._report
+
+    def _selection_report(self) -> bytes:
+        from codemods.selection import selection_report
+        from selector_patch.registry import HAZARDS
+
+        released = self._load_te_selector(self.source.te_version).loaded  # the session's
+        return pickle.dumps(
+            selection_report(
+                self.source,
+                self.original,
+                self.result,
+                HAZARDS,
+                quiet=True,
+                loaded=(released, self.selector),
+            )
+        )
 
 
 @pytest.fixture(scope="session")
-def codemod_result(release) -> Callable[[str], CodemodResult]:
+def codemod_result(release, shared_file, load_te_selector) -> Callable[[str], CodemodResult]:
     """`codemod_result("2.17.1")`: the codemod's result on a release, once per session."""
     results: dict[str, CodemodResult] = {}
 
     def get(version: str) -> CodemodResult:
         if version not in results:
-            results[version] = CodemodResult(release(version))
+            results[version] = CodemodResult(release(version), shared_file, load_te_selector)
         return results[version]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def shared_file(tmp_path_factory) -> Callable[[str, Callable[[], bytes]], Path]:
+    """`shared_file(name, make)`: a file holding `make()`, made once per test run: the xdist
+    workers of a run share one directory (their base directories' parent), the first to ask
+    writes the file under a lock, and the others, waiting on the lock, read it."""
+    from codemods.files import locked, replace_atomically
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = tmp_path_factory.getbasetemp().parent / "shared"
+        root.mkdir(exist_ok=True)
+    else:
+        root = tmp_path_factory.mktemp("shared")
+
+    def get(name: str, make: Callable[[], bytes]) -> Path:
+        path, lock = root / name, root / f"{name}.lock"
+        lock.touch()
+        with locked(lock):
+            if not path.exists():
+                replace_atomically(path, make())
+        return path
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def own_selection(shared_file, load_te_selector, release) -> Callable[[str], tuple[str, str]]:
+    """`own_selection("2.20.2")`: the snapshot text of the release's selection over its own grid,
+    twice: asked of the session's loaded selector (the plugin's) and of a load of its own. Each
+    is a whole grid (a minute on the newest releases), taken once per test run for the tests
+    that judge it (`test_snapshot`, `test_selection_diff`)."""
+    from selector_patch.harness import load_selector
+    from selector_patch.snapshot import take
+
+    texts: dict[str, tuple[str, str]] = {}
+
+    def get(version: str) -> tuple[str, str]:
+        if version not in texts:
+            loads = {
+                "session": lambda: load_te_selector(version).loaded,
+                "own": lambda: load_selector(release(version)),
+            }
+            texts[version] = tuple(
+                shared_file(
+                    f"selection-{version}-{name}.json",
+                    lambda load=load: take(load()).to_text().encode("utf-8"),
+                ).read_text(encoding="utf-8")
+                for name, load in loads.items()
+            )
+        return texts[version]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def release_reports(shared_file, load_te_selector) -> Callable[[str], dict[str, HazardReport]]:
+    """`release_reports("2.20.2")`: the harness's report on each registry hazard for the release
+    as released (`selector_patch.verify`), made once per test run for the corpus tests that
+    judge it (`test_harness_corpus`, `test_analysis_corpus`)."""
+    from selector_patch.verify import verify
+
+    reports: dict[str, dict[str, HazardReport]] = {}
+
+    def make(version: str) -> bytes:
+        return pickle.dumps(verify(load_te_selector(version).loaded))
+
+    def get(version: str) -> dict[str, HazardReport]:
+        if version not in reports:
+            path = shared_file(f"reports-{version}.pickle", lambda: make(version))
+            reports[version] = {report.id: report for report in pickle.loads(path.read_bytes())}
+        return reports[version]
 
     return get
 

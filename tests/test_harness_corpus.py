@@ -13,7 +13,6 @@ from selector_patch.harness import LoadedSelector
 from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.scenario import Scenario
 from selector_patch.sources import CORPUS_RELEASES
-from selector_patch.verify import verify
 
 NA, UNREACHABLE, REACHABLE = "not applicable", "not reachable", "reachable"
 #: release: (TEA001, TEA002, FA2's head dim > 192 allowlist admits a 99 KB GPU)
@@ -79,11 +78,11 @@ def verdict(report) -> str:
 
 
 @pytest.fixture(scope="module")
-def table(load_te_selector):
+def table(load_te_selector, release_reports):
     rows = {}
     for version in CORPUS_RELEASES:
         selector = load_te_selector(version).loaded
-        reports = {report.id: report for report in verify(selector)}
+        reports = release_reports(version)
         admitted = [
             fa2_allowlist_admits(selector, arch) for arch in get_hazard("TEA002").architectures
         ]

@@ -4,13 +4,15 @@ Fork-style changes to a real selector (TE 2.10.0) each give exactly what the cha
 judged by an oracle independent of the diff: the deleted filter's own log line in side A, the
 added filter's condition on the request and side A's pick. A print, a new debug line and a
 reformat change nothing. `diff X X` finds nothing on every release; the CLI's exit codes, formats
-and one-line errors are those of the other commands.
+and one-line errors (on TE 2.2.0: the same dropout filter, half the grid) are those of the other
+commands.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -19,9 +21,12 @@ from selector_patch.harness import load_selector
 from selector_patch.selection_diff import RENDERERS, Side, diff
 from selector_patch.selection_diff.compare import compare
 from selector_patch.selection_diff.report import build, scenario_of
-from selector_patch.snapshot import take
+from selector_patch.snapshot import parse, read, take
+from selector_patch.sources import resolve
 
 BASE = "2.10.0"
+#: The CLI tests' release: BASE's dropout filter, on a grid of half the requests.
+CLI_BASE = "2.2.0"
 DROPOUT_FILTER = (
     "    # Filter: Dropout\n"
     "    if attention_dropout != 0.0 and use_flash_attention_3:\n"
@@ -52,6 +57,25 @@ def fork_of(source, text: str, where) -> str:
     shutil.copytree(source.root, root)
     (root / source.path.relative_to(source.root)).write_text(text)
     return str(root)
+
+
+@pytest.fixture(scope="module")
+def recorded(release, tmp_path_factory) -> dict[str, str]:
+    """`CLI_BASE` and its fork without the dropout filter, each as a checkout (`fork`) and as
+    the snapshot of its selection (`base.json`, `fork.json`), made once: asking a grid is what
+    a diff costs, and the CLI tests below need each answer only once."""
+    source = release(CLI_BASE)
+    text = source.path.read_text()
+    assert DROPOUT_FILTER in text
+    where = tmp_path_factory.mktemp("recorded")
+    fork = fork_of(source, text.replace(DROPOUT_FILTER, ""), where)
+    for name, recorded_source in (("base.json", source), ("fork.json", resolve(fork))):
+        take(load_selector(recorded_source)).write(where / name)
+    return {
+        "fork": fork,
+        "base.json": str(where / "base.json"),
+        "fork.json": str(where / "fork.json"),
+    }
 
 
 def compared(source, original: str, changed: str):
@@ -157,27 +181,27 @@ DIALECTS = ("1.9.0.post1", "1.12.0", "2.1.0", "2.2.0", "2.14.1", "2.17.1", "2.20
 
 
 @pytest.mark.parametrize("version", DIALECTS)
-def test_a_release_against_itself_differs_nowhere(version, release) -> None:
-    a = Side.of_selector(load_selector(release(version)), version)
-    b = Side.of_selector(load_selector(release(version)), version)
+def test_a_release_against_itself_differs_nowhere(version, own_selection) -> None:
+    """Two loads, two runs (the snapshots `own_selection` takes, which `test_snapshot` judges
+    too on 2.20.2), the grid of a selector beside itself being its own."""
+    a, b = (Side.of_snapshot(parse(text, version), version) for text in own_selection(version))
     report = diff(a, b)
     assert report["differences"] == [] and report["differing"] == 0
     assert report["compared"] == report["configurations"] > 0
 
 
-def test_a_snapshot_against_its_selector_and_against_a_changed_one(base, tmp_path) -> None:
-    source, text = base
-    path = tmp_path / "before.json"
-    take(load_selector(source)).write(path)
-    assert main(["diff", str(path), BASE, "--quiet"]) == 0
-    fork = fork_of(source, text.replace(DROPOUT_FILTER, ""), tmp_path)
-    assert main(["diff", str(path), fork, "--format", "json", "--quiet"]) == 1
+def test_a_snapshot_against_its_selector_and_against_a_changed_one(recorded) -> None:
+    assert main(["diff", recorded["base.json"], CLI_BASE, "--quiet"]) == 0
+    assert (
+        main(["diff", recorded["base.json"], recorded["fork"], "--format", "json", "--quiet"]) == 1
+    )
 
 
-def test_formats_and_exit_codes(base, tmp_path, capsys) -> None:
-    source, text = base
-    fork = fork_of(source, text.replace(DROPOUT_FILTER, ""), tmp_path)
-    assert main(["diff", BASE, fork, "--format", "json"]) == 1
+def test_formats_and_exit_codes(recorded, tmp_path, capsys) -> None:
+    """The two selectors once, as JSON; each other format renders the same change between
+    their snapshots (the renderers read only the report)."""
+    fork = recorded["fork"]
+    assert main(["diff", CLI_BASE, fork, "--format", "json"]) == 1
     out = capsys.readouterr()
     assert out.err == ""  # not a terminal: no progress
     report = json.loads(out.out)
@@ -186,22 +210,24 @@ def test_formats_and_exit_codes(base, tmp_path, capsys) -> None:
     assert {"backend", "log"} <= set(difference["a"]) and {"backend", "log"} <= set(difference["b"])
     assert difference["witness"]["compute_capability"] == [9, 0]
     for output_format in ("text", "markdown", "html"):
-        assert main(["diff", BASE, fork, "--format", output_format]) == 1
+        snapshots = [recorded["base.json"], recorded["fork.json"]]
+        assert main(["diff", *snapshots, "--format", output_format]) == 1
         rendered = capsys.readouterr().out
         assert "attention_dropout > 0.0" in rendered
-    assert main(["diff", BASE, str(tmp_path / "nothing.json")]) == 2
+    assert main(["diff", CLI_BASE, str(tmp_path / "nothing.json")]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "nothing.json" in error
     (tmp_path / "bad.json").write_text("[]")
-    assert main(["diff", str(tmp_path / "bad.json"), BASE]) == 2
+    assert main(["diff", str(tmp_path / "bad.json"), CLI_BASE]) == 2
     assert "bad.json: not a selection snapshot" in capsys.readouterr().err
 
 
-def test_the_fused_assumption_is_said_once_at_the_top(base) -> None:
-    source, _ = base
-    a = Side.of_selector(load_selector(source), "A")
-    a.fused_assumption = "fused answer assumed: F16_arbitrary_seqlen (no TE C++ for 2.10.0)"
-    report = diff(a, Side.of_selector(load_selector(source), "B"))
+def test_the_fused_assumption_is_said_once_at_the_top(recorded) -> None:
+    """The base against itself, as snapshots: where the text says it is all this asks."""
+    snapshot = read(Path(recorded["base.json"]))
+    a = Side.of_snapshot(snapshot, "A")
+    a.fused_assumption = "fused answer assumed: F16_arbitrary_seqlen (no TE C++ for 2.2.0)"
+    report = diff(a, Side.of_snapshot(snapshot, "B"))
     text = RENDERERS["text"](report)
     assert text.count("fused answer assumed") == 1
     assert text.splitlines()[2] == f"A: {a.fused_assumption}"

@@ -1,6 +1,6 @@
 """The pytest plugin's `te_selection_snapshot`: a selector against its committed snapshot.
 
-Inner sessions (`pytester`, the plugin found through its entry point) on a checkout of TE 2.10.0:
+Inner sessions (`pytester`, the plugin found through its entry point) on a checkout of TE 2.2.0:
 without a snapshot the test fails and says how to record one; `--te-snapshot-update` records it
 (syrupy's layout: `__snapshots__/<module>/<test>.json`); a reformatted selector still passes; a
 changed one fails with the selection diff's regions, and passes once the snapshot is updated.
@@ -34,7 +34,7 @@ def pytester(pytester: pytest.Pytester, monkeypatch) -> pytest.Pytester:
 
 
 def test_snapshot_recorded_kept_and_failing_on_a_changed_selector(pytester, release) -> None:
-    source = release("2.10.0")
+    source = release("2.2.0")
     checkout = pytester.path / "TransformerEngine"
     shutil.copytree(source.root, checkout)
     selector = checkout / source.path.relative_to(source.root)

@@ -15,7 +15,7 @@ import pytest
 
 from selector_patch.__main__ import main
 from selector_patch.harness import load_selector
-from selector_patch.snapshot import SnapshotError, grid_for, parse, take
+from selector_patch.snapshot import SnapshotError, grid_for, parse
 from selector_patch.snapshot.grid import MODES
 from selector_patch.snapshot.outcome import Reader
 from selector_patch.snapshot.runner import resolve
@@ -26,9 +26,10 @@ MOST_BYTES = 3_000_000
 
 
 @pytest.fixture(scope="module")
-def newest(load_te_selector):
-    loaded = load_te_selector("2.20.2").loaded
-    return loaded, take(loaded)
+def newest(load_te_selector, own_selection):
+    """The session's 2.20.2 and its snapshot (`own_selection`: read back from its text)."""
+    text, _ = own_selection("2.20.2")
+    return load_te_selector("2.20.2").loaded, parse(text, "snapshot")
 
 
 def test_the_grid_is_derived_from_the_selectors_own_comparisons(newest) -> None:
@@ -70,12 +71,11 @@ def test_each_pick_is_what_select_answers(newest) -> None:
             assert asked.pick.fused is not None
 
 
-def test_the_file_is_stable_sorted_and_small(newest, load_te_selector, release) -> None:
-    loaded, snapshot = newest
-    text = snapshot.to_text()
+def test_the_file_is_stable_sorted_and_small(newest, own_selection) -> None:
+    _, snapshot = newest
+    text, again = own_selection("2.20.2")
     assert len(text.encode()) < MOST_BYTES
-    again = take(load_selector(release("2.20.2")))
-    assert again.to_text() == text  # another load, another run: the same bytes
+    assert again == text  # another load, another run: the same bytes
     assert parse(text, "snapshot").to_text() == text
     data = json.loads(text)
     assert data["log"] == sorted(data["log"])
