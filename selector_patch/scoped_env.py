@@ -32,14 +32,16 @@ class _Layer(NamedTuple):
     hidden_prefix: str | None
 
 
-_state = threading.local()
+class _ThreadState(threading.local):
+    """One thread's override layers, innermost last, and the set its reads are recorded in
+    (None: not recording); set up on a thread's first use."""
+
+    def __init__(self) -> None:
+        self.layers: list[_Layer] = []
+        self.read: set[str] | None = None
 
 
-def _layers() -> list[_Layer]:
-    layers = getattr(_state, "layers", None)
-    if layers is None:
-        layers = _state.layers = []
-    return layers
+_state = _ThreadState()
 
 
 def overridden(values: Mapping[str, str], *, hide_prefix: str | None = None) -> "_Overridden":
@@ -63,10 +65,10 @@ class _Overridden:
         self._layer = layer
 
     def __enter__(self) -> None:
-        _layers().append(self._layer)
+        _state.layers.append(self._layer)
 
     def __exit__(self, *_exc_info) -> None:
-        _layers().pop()
+        _state.layers.pop()
 
 
 class _Recording:
@@ -76,7 +78,7 @@ class _Recording:
 
     def __enter__(self) -> set[str]:
         self._read: set[str] = set()
-        self._outer = getattr(_state, "read", None)
+        self._outer = _state.read
         _state.read = self._read
         return self._read
 
@@ -87,7 +89,7 @@ class _Recording:
 
 
 def _note(name: str) -> None:
-    read = getattr(_state, "read", None)
+    read = _state.read
     if read is not None:
         read.add(name)
 
@@ -95,7 +97,7 @@ def _note(name: str) -> None:
 def lookup(name: str, default=None):
     """What this thread reads for `name`: the innermost layer deciding it, else os.environ."""
     _note(name)
-    for layer in reversed(_layers()):
+    for layer in reversed(_state.layers):
         value = layer.values.get(name, _MISSING)
         if value is not _MISSING:
             return value
@@ -122,7 +124,7 @@ class EnvironView(MutableMapping):
     def __iter__(self) -> Iterator[str]:
         _note(EVERY)
         names = set(os.environ)
-        for layer in _layers():
+        for layer in _state.layers:
             names.update(layer.values)
         return iter(sorted(name for name in names if name in self))
 

@@ -111,11 +111,18 @@ class LoggingView(ModuleView):
         self._manager = logging.Manager(self._root)
         self._manager.setLoggerClass(logger_class)
         self._root.manager = self._manager
+        self._loggers: dict[str, logging.Logger] = {}
 
     def getLogger(self, name: str | None = None) -> logging.Logger:
+        """The manager's logger, remembered by name: TE asks for it on every selection, and the
+        manager takes logging's lock each time."""
         if not name or name == "root":
             return self._root
-        return self._manager.getLogger(name)
+        logger = self._loggers.get(name) if isinstance(name, str) else None
+        if logger is None:
+            logger = self._manager.getLogger(name)
+            self._loggers[name] = logger
+        return logger
 
     def basicConfig(self, **kwargs) -> None:
         if "level" in kwargs:
