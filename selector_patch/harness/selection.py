@@ -88,9 +88,12 @@ _TEXTS: dict[int, tuple[object, str]] = {}
 
 
 def _text(value: object) -> str:
-    """`str(value)`, remembered per object: a selector returns the same few `Version` objects,
-    held on `FlashAttentionUtils`, and their `str` is pure Python (some 4% of a request in a
-    snapshot). Not by equality: `Version("2.0") == Version("2.0.0")`, and they print apart."""
+    """`str(value)`, remembered per `Version` object: a selector returns the same few, held on
+    `FlashAttentionUtils`, and their `str` is pure Python (some 4% of a request in a snapshot).
+    Per object, not by equality: `Version("2.0") == Version("2.0.0")`, and they print apart;
+    anything else (a fork's own, perhaps mutable, version) is printed each time."""
+    if not isinstance(value, Version):
+        return str(value)
     held = _TEXTS.get(id(value))
     if held is not None and held[0] is value:
         return held[1]
