@@ -33,7 +33,7 @@ def selection_report(
     """The selection diff of `original` and `patched` (the same file, before and after); a
     `FileError` (one line) when the harness cannot run them or a change lies outside every
     hazard's region. `loaded`: either text already loaded in the harness, for a caller that
-    runs it besides (the harness loads a selector in a third of a second)."""
+    runs it besides (each load imports the selector anew and runs its kernel wiring)."""
     try:
         from selector_patch.harness import LoadError, load_selector
     except ImportError as error:  # torch: the harness extra

@@ -149,8 +149,8 @@ def shared_file(tmp_path_factory) -> Callable[[str, Callable[[], bytes]], Path]:
 def own_selection(shared_file, load_te_selector, release) -> Callable[[str], tuple[str, str]]:
     """`own_selection("2.20.2")`: the snapshot text of the release's selection over its own grid,
     twice: asked of the session's loaded selector (the plugin's) and of a load of its own. Each
-    is a whole grid (a minute on the newest releases), taken once per test run for the tests
-    that judge it (`test_snapshot`, `test_selection_diff`)."""
+    is a whole grid (tens of seconds on the newest releases), taken once per test run for the
+    tests that judge it (`test_snapshot`, `test_selection_diff`)."""
     from selector_patch.harness import load_selector
     from selector_patch.snapshot import take
 
