@@ -83,6 +83,7 @@ class Evidence:
         bounds = [version for operator, version in self._comparisons() if operator == "<"]
         return min(bounds, key=Version) if bounds else None
 
+    @functools.lru_cache(maxsize=64)  # every witness run of a hazard asks it of one release
     def affects_some(self, lowest: Version, highest: Version) -> bool:
         """Whether some version from `lowest` to `highest` (both included) carries the defect.
 

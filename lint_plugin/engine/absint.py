@@ -53,6 +53,8 @@ class Site(NamedTuple):
     deps: frozenset[str]
 
 
+#: `Site(...)` without the namedtuple's `__new__`, a Python function (see `new_value`).
+new_site = functools.partial(tuple.__new__, Site)
 #: Placeholder for "introduced by the statement now executing"; replaced on assignment.
 FRESH_SITE = Site(None, EMPTY)
 FRESH: frozenset[Site] = frozenset((FRESH_SITE,))
@@ -85,28 +87,28 @@ def truth_of(obj: Any) -> bool | None:
         return None
 
 
-def _fresh(obj: Any, truth: bool | None, deps: frozenset[str]) -> Value:
-    """A value introduced by the statement now executing (see `Interpreter.store`)."""
-    return new_value(
-        (
-            obj,
-            truth,
-            deps,
-            EMPTY if truth is False else FRESH,
-            EMPTY if truth is True else FRESH,
-            None,
-        )
-    )
-
-
 def const(obj: Any, deps: frozenset[str] = EMPTY) -> Value:
-    """A known Python value."""
-    return _fresh(obj, truth_of(obj), deps)
+    """A known Python value, introduced by the statement now executing (see
+    `Interpreter.store`): what may be true or false of it comes from here (`FRESH`).
+
+    `const` and `unknown` build a value at nearly every step of a run: each is written out in
+    full, without calls of its own."""
+    try:
+        truth = bool(obj)
+    except Exception:  # an exotic constant whose truthiness raises is simply unknown
+        return new_value((obj, None, deps, FRESH, FRESH, None))
+    if truth:
+        return new_value((obj, True, deps, FRESH, EMPTY, None))
+    return new_value((obj, False, deps, EMPTY, FRESH, None))
 
 
 def unknown(deps: frozenset[str] = EMPTY, truth: bool | None = None) -> Value:
-    """An unknown value whose truthiness may still be known."""
-    return _fresh(UNKNOWN, truth, deps)
+    """An unknown value whose truthiness may still be known (see `const`)."""
+    if truth is None:
+        return new_value((UNKNOWN, None, deps, FRESH, FRESH, None))
+    if truth:
+        return new_value((UNKNOWN, True, deps, FRESH, EMPTY, None))
+    return new_value((UNKNOWN, False, deps, EMPTY, FRESH, None))
 
 
 TRUE = const(True)
@@ -127,7 +129,7 @@ def choice(choices: frozenset | None, deps: frozenset[str] = EMPTY) -> Value:
     if choices is None:
         return unknown(deps)
     truths = {truth_of(obj) for obj in choices}
-    value = _fresh(UNKNOWN, truths.pop() if len(truths) == 1 else None, deps)
+    value = unknown(deps, truths.pop() if len(truths) == 1 else None)
     return value._replace(choices=choices)
 
 
@@ -180,11 +182,12 @@ def join(a: Value, b: Value) -> Value:
     """
     if a is b:
         return a
-    const = a.const if _same_const(a.const, b.const) else UNKNOWN
+    const = a.const if a.const is b.const or _same_const(a.const, b.const) else UNKNOWN
     truth = a.truth if a.truth is b.truth else None
-    deps = _union(a.deps, b.deps)
-    enablers = _union(a.enablers, b.enablers)
-    disablers = _union(a.disablers, b.disablers)
+    # Most parts are the very same object on both sides: no call then.
+    deps = a.deps if a.deps is b.deps else _union(a.deps, b.deps)
+    enablers = a.enablers if a.enablers is b.enablers else _union(a.enablers, b.enablers)
+    disablers = a.disablers if a.disablers is b.disablers else _union(a.disablers, b.disablers)
     choices = None
     if const is UNKNOWN and (a.choices is not None or b.choices is not None):
         choices = _joined_choices(a, b)
@@ -263,12 +266,13 @@ def join_states(
     merged = dict(a.vars)
     get = merged.get
     theirs = b.vars
-    pairs = theirs.items() if keys is None else ((k, theirs[k]) for k in keys if k in theirs)
-    for name, value in pairs:
-        mine = get(name)
-        if mine is not value:
-            # A name bound on one side only raises NameError on the other: no new paths.
-            merged[name] = value if mine is None else join(mine, value)
+    for name in theirs if keys is None else keys:
+        value = theirs.get(name)
+        if value is not None:
+            mine = get(name)
+            if mine is not value:
+                # A name bound on one side only raises NameError on the other: no new paths.
+                merged[name] = value if mine is None else join(mine, value)
     return State(merged, a.path | b.path)
 
 

@@ -91,6 +91,7 @@ class Selector:
         self.program = Program(function)
         self.dialect = Dialect(function, module)
         self._witnesses: dict[int, tuple[Hazard, list[Scenario]]] = {}
+        self._facts: dict[tuple[int, ...], tuple[tuple[object, ...], Facts]] = {}
 
     @functools.cached_property
     def shape(self) -> ReturnShape | None:
@@ -105,6 +106,21 @@ class Selector:
                 hazard,
                 _distinct_witnesses(hazard, self.dialect),
             )
+        return cached[1]
+
+    def facts(
+        self, hazard: Hazard, witnesses: Sequence[Scenario], given: Facts = NOTHING
+    ) -> Facts:
+        """`witness_facts`, made once per hazard, witnesses and given facts: the strategy asks
+        for a witness's facts to try its proofs on it, and again to run it. Told apart by
+        identity (the witnesses are mostly this selector's own, `witnesses`), and kept alive
+        with the facts, so that no identity is another object's."""
+        asked = (hazard, given, *witnesses)
+        key = tuple(map(id, asked))
+        cached = self._facts.get(key)
+        if cached is None or any(mine is not theirs for mine, theirs in zip(cached[0], asked)):
+            facts = witness_facts(hazard, self.dialect, witnesses, given)
+            cached = self._facts[key] = (asked, facts)
         return cached[1]
 
     @functools.cached_property
@@ -373,7 +389,7 @@ class _Strategy:
 
     def proven(self, prepared: Selector, hazard: Hazard, witness: Scenario) -> bool:
         """Whether a kept proof covers `witness` (`covers`): it is guarded, no run needed."""
-        facts = witness_facts(hazard, prepared.dialect, [witness], self.given)
+        facts = prepared.facts(hazard, [witness], self.given)
         return any(covers(proof, facts) for proof in self.proofs(prepared, hazard.backend))
 
     def unfiltered(self, prepared: Selector, hazard: Hazard) -> bool:
@@ -579,14 +595,14 @@ def _analyze_function(
         if key in failed:
             return False
         if guarded_together(module, function, hazard, group, given):
-            strategy.keep(prepared, hazard.backend, witness_facts(hazard, dialect, group, given))
+            strategy.keep(prepared, hazard.backend, prepared.facts(hazard, group, given))
             return True
         failed.add(key)
         strategy.witness_first = True
         return False
 
     def reaches(witness: Scenario) -> HazardVerdict | None:
-        facts = witness_facts(hazard, dialect, [witness], given)
+        facts = prepared.facts(hazard, [witness], given)
         triggers = frozenset(witness_params(hazard, dialect, witness))
         observer = _AdmittingFilters(prepared.program, flag, triggers)
         enabled = _enabled(prepared, hazard.backend, flag, facts, observer)
@@ -653,7 +669,7 @@ def guarded_together(
         return False
     if witnesses is None:
         witnesses = prepared.witnesses(hazard)
-    facts = witness_facts(hazard, prepared.dialect, witnesses, given)
+    facts = prepared.facts(hazard, witnesses, given)
     return not _enabled(prepared, hazard.backend, flag, facts)
 
 

@@ -60,6 +60,8 @@ GRAD_MODE_QUERY = "is_grad_enabled"
 PURE_IMPORTS = {"packaging.version.Version": Version, "packaging.version.parse": parse}
 #: Literal values a module constant may hold: immutable all the way down.
 IMMUTABLE_LITERALS = (str, bytes, int, float, complex, bool, type(None))
+#: Not looked up yet (a role's answer may be None).
+_UNSET = object()
 
 
 def find_selectors(tree: ast.Module, names=SELECTOR_FUNCTIONS) -> list[ast.FunctionDef]:
@@ -104,6 +106,11 @@ class Dialect:
     def __init__(self, function: ast.FunctionDef, module: ast.Module) -> None:
         self.function = function
         self.module = module
+        #: Per role, what `installed`, `version` and `admitted_versions` found: every witness
+        #: run asks them again.
+        self._installed: dict[str, str | None] = {}
+        self._versions: dict[str, str | None] = {}
+        self._admitted: dict[str, tuple[Version, Version] | None] = {}
 
     @property
     def bound(self) -> frozenset[str]:
@@ -136,11 +143,17 @@ class Dialect:
 
     def installed(self, role: str) -> str | None:
         """The expression TE uses for "this role's package is installed", if any."""
-        return self._first_used(ROLES[role].installed)
+        found = self._installed.get(role, _UNSET)
+        if found is _UNSET:
+            found = self._installed[role] = self._first_used(ROLES[role].installed)
+        return found
 
     def version(self, role: str) -> str | None:
         """The expression holding the role's installed package version, if any."""
-        return self._first_used(ROLES[role].versions)
+        found = self._versions.get(role, _UNSET)
+        if found is _UNSET:
+            found = self._versions[role] = self._first_used(ROLES[role].versions)
+        return found
 
     def _first_used(self, candidates: tuple[str, ...]) -> str | None:
         """The first candidate the selector uses, else the first the module uses."""
@@ -165,11 +178,15 @@ class Dialect:
         minimum for some architectures (`version_required_blackwell`) is not read, which only
         widens the span.
         """
-        for bounds in ROLES[role].version_bounds:
-            lowest, highest = (self._initial_version(expression) for expression in bounds)
-            if lowest is not None and highest is not None:
-                return lowest, highest
-        return None
+        found = self._admitted.get(role, _UNSET)
+        if found is _UNSET:
+            found = self._admitted[role] = None
+            for bounds in ROLES[role].version_bounds:
+                lowest, highest = (self._initial_version(expression) for expression in bounds)
+                if lowest is not None and highest is not None:
+                    found = self._admitted[role] = (lowest, highest)
+                    break
+        return found
 
     def _initial_version(self, expression: str) -> Version | None:
         """The version a module-level name or a top-level class's attribute is first assigned,

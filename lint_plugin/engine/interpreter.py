@@ -20,10 +20,11 @@ from typing import Callable, Mapping, NamedTuple
 
 from lint_plugin.engine.absint import EMPTY, EMPTY_MAPPING, State, Value, unknown
 from lint_plugin.engine.interpret.binding import Binding
-from lint_plugin.engine.interpret.expressions import EXPRESSIONS, Expressions
+from lint_plugin.engine.interpret.evaluators import evaluator
+from lint_plugin.engine.interpret.expressions import Expressions
 from lint_plugin.engine.interpret.frames import RAISES, Frame, Unreachable
 from lint_plugin.engine.interpret.refinement import Refinement
-from lint_plugin.engine.interpret.statements import STATEMENTS, Statements
+from lint_plugin.engine.interpret.statements import Executor, Statements, executor
 from lint_plugin.engine.predicates import Predicate
 from lint_plugin.engine.program import Program
 from lint_plugin.engine.slicing import Slice
@@ -96,6 +97,9 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
         self.observer = observer
         #: When given, statements that cannot affect the slice's names are not executed.
         self.relevant = relevant
+        self._plans = program.plans.setdefault(relevant, {})
+        #: Whether a call statement the slice skips may still raise (`_plan`).
+        self._raising = any(fact is RAISES for fact in facts.calls.values())
         self.statements = 0
         #: The statement and frame executing now (provenance sites, helper calls).
         self.stmt: ast.stmt | None = None
@@ -104,10 +108,10 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
         self.overrides: dict[ast.AST, Value] = {}
         #: When a list, every evaluated comparison is appended as (node, value).
         self.trace: list[tuple[ast.Compare, Value]] | None = None
-        #: The `and` / `or` whose operand values are being kept, and them (`_test_operands`).
+        #: The `and` / `or` whose operand values are being kept, and them (an `if` test's:
+        #: `statements._if`).
         self.recorded: ast.BoolOp | None = None
         self.operands: dict[ast.AST, Value] | None = None
-        self._constants = program.constants
         #: Whether some fact is a choice of values (several witnesses in one run).
         self.choices = any(
             value.choices is not None
@@ -137,56 +141,78 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
         else:
             statement, partition = split
             index = body.index(statement)
-            head = self.block(body[:index], start, frame)
+            plan = self.plan(body)
+            head = self.steps(plan[:index], start, frame)
             ends = [] if head is None else [head]
-            for stmt in body[index:]:
-                outcomes = (self.block([stmt], part, frame) for part in partition(ends))
+            for step in plan[index:]:
+                outcomes = (self.steps((step,), part, frame) for part in partition(ends))
                 ends = [end for end in outcomes if end is not None]
         return [returned for _, returned in frame.returns] + [e for e in ends if e is not None]
 
     # ---------------------------------------------------------------- dispatch
 
     def block(self, body: list[ast.stmt], state: State | None, frame: Frame) -> State | None:
-        relevant = self.relevant
-        for stmt in body:
+        return self.steps(self.plan(body), state, frame)
+
+    def plan(self, body: list[ast.stmt]) -> tuple[Step, ...]:
+        """`body` as this run's slice executes it (`Step`), made once per body and slice."""
+        entry = self._plans.get(id(body))
+        if entry is None or entry[0] is not body:  # the id of a list no longer alive
+            entry = self._plans[id(body)] = (body, _plan(self.program, body, self.relevant))
+        return entry[1]
+
+    def steps(self, plan: tuple[Step, ...], state: State | None, frame: Frame) -> State | None:
+        for stmt, execute, raising, callee in plan:
             if state is None:
                 return None
-            if frame.sinks and _may_raise(stmt):
+            if raising and frame.sinks:
                 # Even a statement the slice skips may raise into an enclosing handler.
                 snapshot = state.copy()
                 for sink in frame.sinks:
                     sink.append(snapshot)
-            if relevant is not None and not relevant.needed(stmt) and not self._raises(stmt):
-                continue
+            if execute is None:
+                # Skipped by the slice, unless it is a call `Facts.calls` says raises: it writes
+                # nothing the flag reads, but its exception decides where control goes.
+                if not (self._raising and self.facts.calls.get(callee) is RAISES):
+                    continue
+                execute = executor(self.program, stmt)
             self.statements += 1
             if self.statements > STATEMENT_BUDGET:
                 raise AnalysisBudgetExceeded(
                     f"more than {STATEMENT_BUDGET} statements interpreted (line {stmt.lineno})"
                 )
             self.stmt, self.frame = stmt, frame
-            handler = STATEMENTS.get(type(stmt))
             try:
-                state = handler(self, stmt, state, frame) if handler else self._opaque(stmt, state)
+                state = execute(self, state, frame)
             except Unreachable:
                 state = None
         return state
 
-    def _raises(self, stmt: ast.stmt) -> bool:
-        """Whether `stmt` is a call `Facts.calls` says raises (`RAISES`): the slice skips a call
-        that writes nothing the flag reads, but its exception decides where control goes."""
-        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
-            return False
-        callee = stmt.value.func
-        name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", None)
-        return self.facts.calls.get(name) is RAISES
-
     def eval(self, node: ast.AST, state: State) -> Value:
         if self.overrides and node in self.overrides:
             return self.overrides[node]
-        handler = EXPRESSIONS.get(type(node))
-        if handler is not None:
-            return handler(self, node, state)
-        return self._unmodelled(node, state)
+        compiled = self.program.evaluators.get(node)
+        if compiled is None:
+            compiled = evaluator(self.program, node)
+        return compiled(self, state)
+
+
+#: One statement of a body as a run meets it: the statement; its executor, None where the slice
+#: skips it; whether it may raise into an enclosing `try` (`_may_raise`); and the callee of a
+#: skipped call statement, which a fact may say raises.
+Step = tuple[ast.stmt, Executor | None, bool, str | None]
+
+
+def _plan(program: Program, body: list[ast.stmt], relevant: Slice | None) -> tuple[Step, ...]:
+    plan = []
+    for stmt in body:
+        needed = relevant is None or relevant.needed(stmt)
+        callee = None
+        if not needed and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            func = stmt.value.func
+            callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        plan.append((stmt, executor(program, stmt) if needed else None, _may_raise(stmt), callee))
+    return tuple(plan)
 
 
 def _may_raise(stmt: ast.stmt) -> bool:

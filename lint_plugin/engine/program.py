@@ -296,8 +296,13 @@ class Program:
         self._raises: dict[ast.AST, bool] = {}
         self._blocks: dict[ast.stmt, list[list[ast.stmt]]] = {}
         self._branch_keys: dict[ast.If, frozenset[str]] = {}
-        #: The value of each literal, built once for every run (the interpreter fills it).
-        self.constants: dict[ast.Constant, object] = {}
+        #: Each expression and statement compiled once for every run (`interpret.evaluators`,
+        #: `interpret.statements`), and each body as a slice executes it (`Interpreter.plan`).
+        self.evaluators: dict[ast.AST, object] = {}
+        #: `own_enablers`' answers, which every store of a possibly-true value asks.
+        self.own_enablers_memo: dict[tuple[str, frozenset], tuple | None] = {}
+        self.executors: dict[ast.stmt, object] = {}
+        self.plans: dict[object, dict[int, tuple]] = {}
         #: Each call of a module predicate, expanded once for every run (the interpreter fills it).
         self.expansions: dict[ast.Call, ast.expr | None] = {}
 
@@ -335,6 +340,15 @@ class Program:
         if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             return self.info(stmt).stores
         return EMPTY
+
+    def own_enablers(self, name: str, enablers: frozenset) -> tuple | None:
+        """Of the sites that may have made a value true, those of statements that bind `name`
+        itself (a flag's own earlier value), or None when that is all of them; kept in
+        `own_enablers_memo`."""
+        own = tuple(s for s in enablers if s.stmt is not None and name in self.assigned(s.stmt))
+        answer = None if len(own) == len(enablers) else own
+        self.own_enablers_memo[(name, enablers)] = answer
+        return answer
 
     def results_of(self, callee: str) -> frozenset[str]:
         """Names assigned the result of a call to `callee` (by name or as an attribute)."""

@@ -8,15 +8,18 @@ import ast
 from lint_plugin.engine.absint import (
     FRESH,
     FRESH_SITE,
-    Site,
     State,
     Value,
     const,
+    new_site,
     new_value,
     unknown,
 )
 from lint_plugin.engine.interpret.folding import IMMUTABLE
 from lint_plugin.engine.program import dotted_name, root_names
+
+#: Not asked yet (`Program.own_enablers` answers None for "all its own").
+_UNSEEN = object()
 
 
 class Binding:
@@ -33,15 +36,15 @@ class Binding:
         site = None
         enablers = value.enablers
         if enablers:
-            own = [
-                s for s in enablers if s.stmt is not None and name in self.program.assigned(s.stmt)
-            ]
-            if len(own) != len(enablers):
-                site = Site(self.stmt, state.path | value.deps)
+            own = self.program.own_enablers_memo.get((name, enablers), _UNSEEN)
+            if own is _UNSEEN:
+                own = self.program.own_enablers(name, enablers)
+            if own is not None:
+                site = new_site((self.stmt, state.path | value.deps))
                 enablers = frozenset((*own, site))
         disablers = value.disablers
         if FRESH_SITE in disablers:
-            site = site or Site(self.stmt, state.path | value.deps)
+            site = site or new_site((self.stmt, state.path | value.deps))
             disablers = (disablers - FRESH) | {site}
         if enablers is not value.enablers or disablers is not value.disablers:
             value = new_value(

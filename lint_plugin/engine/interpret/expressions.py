@@ -1,47 +1,38 @@
-"""How each kind of expression evaluates to a `Value`: names read from the state or the facts,
-operators and pure builtins folded, comprehensions over known sequences run item by item, and
-local helpers inlined at the call with their `nonlocal` writes landing in the caller."""
+"""What evaluating an expression may take beyond its own operands (`evaluators` compiles those):
+comprehensions over known sequences run item by item, pure builtins, string methods and module
+functions folded, and local helpers inlined at the call with their `nonlocal` writes landing in
+the caller."""
 
 from __future__ import annotations
 
 import ast
-import contextlib
-import operator
-from typing import Callable, Mapping
+from typing import Mapping
 
 from lint_plugin.engine.absint import (
     EMPTY,
     EMPTY_MAPPING,
     MAX_CHOICES,
-    UNKNOWN,
     State,
     Value,
     const,
-    join,
     join_all,
     unknown,
     with_deps,
-    with_truth,
 )
 from lint_plugin.engine.interpret.folding import (
-    BINARY,
     PURE_BUILTINS,
-    UNARY,
     apply,
-    compare_values,
     join_all_values,
     known_items,
 )
-from lint_plugin.engine.interpret.frames import RAISES, Frame, LocalFunction, Unreachable
-from lint_plugin.engine.program import dotted_name
-from lint_plugin.engine.pure_functions import PURE_METHODS
+from lint_plugin.engine.interpret.frames import Frame, Unreachable
 
 #: Nested helper calls inlined before a call's effect is over-approximated instead.
 MAX_INLINE_DEPTH = 8
 
 
 class Expressions:
-    """The expression handlers of `Interpreter` (`EXPRESSIONS` maps each node type to one)."""
+    """How `Interpreter` evaluates what an evaluator hands over to the run."""
 
     def _deps_of(self, node: ast.AST, state: State) -> frozenset[str]:
         """Inputs an expression reads, without evaluating it."""
@@ -67,72 +58,6 @@ class Expressions:
         elif isinstance(node, ast.Set):  # never empty unless it is all `*other`
             truth = True if not all(isinstance(e, ast.Starred) for e in node.elts) else None
         return unknown(self._deps_of(node, state), truth)
-
-    def _constant(self, node: ast.Constant, state: State) -> Value:
-        value = self._constants.get(node)
-        if value is None:
-            value = self._constants[node] = const(node.value)
-        return value
-
-    def _read(self, name: str, value: Value) -> Value:
-        if name in self.facts.opaque:
-            # Unknown truth, and a dependency on the flag itself: conditions can be told
-            # apart by which backends' flags they read.
-            return value._replace(const=UNKNOWN, truth=None, deps=value.deps | {name}, choices=None)
-        return value
-
-    def _name(self, node: ast.Name, state: State) -> Value:
-        value = state.vars.get(node.id)
-        if value is None:
-            value = self.facts.names.get(node.id)
-            if value is None:
-                return unknown()
-        return self._read(node.id, value)
-
-    def _attribute(self, node: ast.Attribute, state: State) -> Value:
-        dotted = dotted_name(node)
-        if dotted is not None:
-            value = state.vars.get(dotted)
-            if value is not None:
-                return self._read(dotted, value)
-            base = node.value
-            if (
-                isinstance(base, ast.Name)
-                and base.id == self.program.parameter
-                and base.id not in state.vars
-            ):
-                value = self.facts.params.get(node.attr)
-                return value if value is not None else unknown(frozenset((node.attr,)))
-            value = self.facts.names.get(dotted)
-            if value is not None:
-                return value
-        return unknown(self.eval(node.value, state).deps)
-
-    def _subscript(self, node: ast.Subscript, state: State) -> Value:
-        base = self.eval(node.value, state)
-        index = self.eval(node.slice, state)
-        return apply(operator.getitem, (base, index), base.deps | index.deps)
-
-    def _set(self, node: ast.Set, state: State) -> Value:
-        """A set display of known, hashable items is known (as a frozenset: same membership)."""
-        values, deps = self._display(node, state)
-        if values is not None:
-            with contextlib.suppress(TypeError):
-                return const(frozenset(values), deps)
-        return self._unmodelled(node, state)
-
-    def _display(self, node: ast.Set | ast.Tuple | ast.List, state: State):
-        """The items' values of a display (None unless all are known and none is starred),
-        and what they depend on."""
-        items = [self.eval(element, state) for element in node.elts]
-        deps = EMPTY
-        for item in items:
-            deps = deps | item.deps
-        if all(item.known for item in items) and not any(
-            isinstance(e, ast.Starred) for e in node.elts
-        ):
-            return [item.const for item in items], deps
-        return None, deps
 
     def _comprehension(self, node: ast.GeneratorExp | ast.ListComp | ast.SetComp, state: State):
         """A comprehension over known, short sequences, evaluated item by item in a scope of its
@@ -184,36 +109,6 @@ class Expressions:
                 return False
         return True
 
-    def _sequence(self, node: ast.Tuple | ast.List, state: State) -> Value:
-        values, deps = self._display(node, state)
-        if values is not None:
-            return const(tuple(values) if isinstance(node, ast.Tuple) else values, deps)
-        nonempty = any(not isinstance(element, ast.Starred) for element in node.elts)
-        return unknown(deps, truth=True if nonempty else None)
-
-    def _namedexpr(self, node: ast.NamedExpr, state: State) -> Value:
-        value = self.eval(node.value, state)
-        self.store(node.target.id, value, state)
-        return value
-
-    def _boolop(self, node: ast.BoolOp, state: State) -> Value:
-        stops_on = not isinstance(node.op, ast.And)  # `and` stops at falsy, `or` at truthy
-        result = None
-        deps = EMPTY
-        last = len(node.values) - 1
-        for index, operand in enumerate(node.values):
-            value = self.eval(operand, state)
-            if node is self.recorded:
-                self.operands[operand] = value
-            deps = deps | value.deps
-            if index == last or value.truth is stops_on:
-                result = value if result is None else join(result, value)
-                break
-            if value.truth is None:
-                part = with_truth(value, stops_on)
-                result = part if result is None else join(result, part)
-        return with_deps(result, deps)
-
     def _test_operands(self, test: ast.expr, state: State) -> tuple[Value, Mapping[ast.AST, Value]]:
         """An `if` test's value, and for an `and` / `or` test (under any `not`) that runs no
         helper, what its operands evaluated to in `state`: refining a branch asks for their
@@ -230,94 +125,6 @@ class Expressions:
             return self.eval(test, state), self.operands
         finally:
             self.recorded = self.operands = None
-
-    def _unaryop(self, node: ast.UnaryOp, state: State) -> Value:
-        operand = self.eval(node.operand, state)
-        if isinstance(node.op, ast.Not):
-            if operand.truth is None:
-                return unknown(operand.deps)
-            return const(not operand.truth, operand.deps)
-        return apply(UNARY[type(node.op)], (operand,), operand.deps)
-
-    def _arith(self, op: type, left: Value, right: Value) -> Value:
-        deps = left.deps | right.deps
-        if op not in BINARY:
-            return unknown(deps)
-        return apply(BINARY[op], (left, right), deps)
-
-    def _binop(self, node: ast.BinOp, state: State) -> Value:
-        return self._arith(type(node.op), self.eval(node.left, state), self.eval(node.right, state))
-
-    def _compare(self, node: ast.Compare, state: State) -> Value:
-        left = self.eval(node.left, state)
-        deps = left.deps
-        outcome: bool | None = True
-        for op, comparator in zip(node.ops, node.comparators):
-            right = self.eval(comparator, state)
-            deps = deps | right.deps
-            step = compare_values(op, left, right)
-            if step is False:
-                outcome = False
-                break
-            if step is None:
-                outcome = None
-            left = right
-        value = unknown(deps) if outcome is None else const(outcome, deps)
-        if self.trace is not None:
-            self.trace.append((node, value))
-        return value
-
-    def _ifexp(self, node: ast.IfExp, state: State) -> Value:
-        test = self.eval(node.test, state)
-        if test.truth is True:
-            value = self.eval(node.body, state)
-        elif test.truth is False:
-            value = self.eval(node.orelse, state)
-        else:
-            value = join(self.eval(node.body, state), self.eval(node.orelse, state))
-        return with_deps(value, test.deps)
-
-    def _call(self, node: ast.Call, state: State) -> Value:
-        func = node.func
-        if isinstance(func, ast.Name):
-            bound = state.vars.get(func.id)
-            if bound is not None and isinstance(bound.const, LocalFunction):
-                return self._inline(bound.const.node, node, state)
-            name = func.id
-        elif isinstance(func, ast.Attribute):
-            name = func.attr
-        else:
-            name = None
-        fact = self.facts.calls.get(name) if name is not None else None
-        if fact is RAISES:
-            raise Unreachable
-        if fact is not None:
-            return fact
-        expanded = self._expanded(node, state)
-        if expanded is not None:
-            return self.eval(expanded, state)
-        if isinstance(func, ast.Name) and func.id not in state.vars:
-            function = self.facts.pure_functions.get(func.id)
-            if function is not None:
-                return self._run_pure(function, node, state)
-        if (
-            isinstance(func, ast.Attribute)
-            and func.attr in PURE_METHODS
-            and not node.keywords
-            and not self.program.calls_helper(node)
-        ):
-            return self._str_method(func, node, state)
-        if (
-            isinstance(func, ast.Name)
-            and (func.id in PURE_BUILTINS or func.id in self.facts.functions)
-            and func.id not in state.vars
-            and not node.keywords
-        ):
-            return self._builtin(func.id, node, state)
-        if self.program.calls_helper(node):
-            for argument in (*node.args, *(k.value for k in node.keywords)):
-                self.eval(argument, state)
-        return unknown(self._deps_of(node, state))
 
     def _builtin(self, name: str, node: ast.Call, state: State) -> Value:
         arguments = [
@@ -441,25 +248,3 @@ class Expressions:
                     returned.vars[name] = value
             returned.path = path
         return results
-
-
-#: How each kind of expression evaluates (`Interpreter.eval`); any other is `_unmodelled`.
-EXPRESSIONS: dict[type, Callable[..., Value]] = {
-    ast.Constant: Expressions._constant,
-    ast.Name: Expressions._name,
-    ast.Attribute: Expressions._attribute,
-    ast.Subscript: Expressions._subscript,
-    ast.Call: Expressions._call,
-    ast.BoolOp: Expressions._boolop,
-    ast.UnaryOp: Expressions._unaryop,
-    ast.BinOp: Expressions._binop,
-    ast.Compare: Expressions._compare,
-    ast.IfExp: Expressions._ifexp,
-    ast.Tuple: Expressions._sequence,
-    ast.List: Expressions._sequence,
-    ast.Set: Expressions._set,
-    ast.GeneratorExp: Expressions._comprehension,
-    ast.ListComp: Expressions._comprehension,
-    ast.SetComp: Expressions._comprehension,
-    ast.NamedExpr: Expressions._namedexpr,
-}

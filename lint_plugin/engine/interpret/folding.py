@@ -13,7 +13,16 @@ import math
 import operator
 from typing import Any, Callable, Sequence
 
-from lint_plugin.engine.absint import MAX_CHOICES, Value, alternatives, const, join, one_of, unknown
+from lint_plugin.engine.absint import (
+    MAX_CHOICES,
+    UNKNOWN,
+    Value,
+    alternatives,
+    const,
+    join,
+    one_of,
+    unknown,
+)
 from lint_plugin.engine.program import dotted_name
 
 #: Builtins folded on constant arguments; any other call yields an unknown value.
@@ -74,7 +83,7 @@ def sized(obj: Any) -> int | None:
 
 def compare_values(op: ast.cmpop, left: Value, right: Value) -> bool | None:
     """The comparison's outcome, when it is the same for whatever both sides may be."""
-    if left.known and right.known:
+    if left.const is not UNKNOWN and right.const is not UNKNOWN:
         return compare_objects(op, left.const, right.const)
     lefts, rights = alternatives(left), alternatives(right)
     if lefts is None or rights is None:
@@ -98,9 +107,10 @@ def apply(function: Callable, operands: Sequence[Value], deps: frozenset[str]) -
     """`function` folded over what the operands may be (`absint.alternatives`): a constant,
     or a choice of results when some operand is a choice; unknown when some operand is, when
     a combination raises, or when there would be too many."""
-    if all(operand.known for operand in operands):
+    consts = [operand.const for operand in operands]
+    if all(obj is not UNKNOWN for obj in consts):
         try:
-            return const(function(*(operand.const for operand in operands)), deps)
+            return const(function(*consts), deps)
         except Exception:
             return unknown(deps)
     options = [alternatives(operand) for operand in operands]

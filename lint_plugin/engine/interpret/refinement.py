@@ -36,7 +36,7 @@ class Refinement:
         """`state` restricted to the paths on which `node` has truthiness `truth` (None: none).
 
         `operands`: what the operands of the `and` / `or` at the top of `node` (under any
-        `not`) evaluate to in `state`, when the caller knows (`Expressions._test_operands`).
+        `not`) evaluate to in `state`, when the caller knows (an `if` test's: `statements._if`).
         """
         if state is None:
             return None

@@ -1,13 +1,19 @@
 """How each kind of statement executes on a `State`: assignments, branches, loops to a widened
 fixpoint, `try` handlers fed from every state the body passed through, returns and loop exits
-recorded in the running `Frame`."""
+recorded in the running `Frame`.
+
+Each statement compiles, once per `Program`, into its executor, `executor(interpreter, state,
+frame) -> State | None`, as each expression does into its evaluator (`evaluators`, whose
+docstring says why): the statements every run executes most, assignments, `if`s and returns,
+have what their source alone says worked out there; the others call their handler."""
 
 from __future__ import annotations
 
 import ast
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from lint_plugin.engine.absint import (
+    EMPTY_MAPPING,
     State,
     Value,
     const,
@@ -16,9 +22,13 @@ from lint_plugin.engine.absint import (
     unknown,
     widen_states,
 )
+from lint_plugin.engine.interpret.evaluators import arithmetic, evaluator
 from lint_plugin.engine.interpret.folding import element_of, join_all_values, known_items
 from lint_plugin.engine.interpret.frames import Frame, LocalFunction, Loop
-from lint_plugin.engine.program import target_names
+from lint_plugin.engine.program import Program, target_names
+
+if TYPE_CHECKING:
+    from lint_plugin.engine.interpreter import Interpreter
 
 #: Loop iterations joined before values that keep changing are widened to unknown.
 WIDEN_AFTER = 2
@@ -27,86 +37,23 @@ MAX_UNROLLED = 16
 
 
 class Statements:
-    """The statement handlers of `Interpreter` (`STATEMENTS` maps each node type to one)."""
+    """How `Interpreter` executes the statements it has no compiled executor of its own for
+    (`FACTORIES`), and what the compiled ones share."""
 
-    def _opaque(self, stmt: ast.stmt, state: State) -> State:
+    def _opaque(self, stmt: ast.stmt, state: State, frame: Frame) -> State:
         """A statement the interpreter does not model: whatever it binds becomes unknown."""
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 self.store(node.id, unknown(), state)
         return state
 
-    def _assign_stmt(self, node: ast.Assign, state: State, frame: Frame) -> State:
-        value = self.eval(node.value, state)
-        for target in node.targets:
-            self.assign(target, value, state)
-        return state
-
-    def _augassign(self, node: ast.AugAssign, state: State, frame: Frame) -> State:
-        current = self.eval(node.target, state)
-        value = self._arith(type(node.op), current, self.eval(node.value, state))
-        self.assign(node.target, value, state)
-        return state
-
-    def _annassign(self, node: ast.AnnAssign, state: State, frame: Frame) -> State:
-        if node.value is not None:
-            self.assign(node.target, self.eval(node.value, state), state)
-        return state
-
-    def _expr_stmt(self, node: ast.Expr, state: State, frame: Frame) -> State:
-        if isinstance(node.value, ast.Call) or self.program.calls_helper(node.value):
-            value = self.eval(node.value, state)
-            for name in self.program.mutated(node):
-                if name in state.vars:
-                    self._mutated(name, value.deps, state)
-        return state
-
-    def _if(self, node: ast.If, state: State, frame: Frame) -> State | None:
-        before = state.path
-        branches = self._helper_branches(node.test, state)
-        if branches is not None:
-            test, then_in, else_in = branches
-            if self.observer is not None:
-                self.observer.on_if(self, node, test, join_states(then_in, else_in) or state)
-        else:
-            test, operands = self._test_operands(node.test, state)
-            if self.observer is not None:
-                self.observer.on_if(self, node, test, state)
-            then_in = else_in = None
-            if test.truth is not False:
-                if test.truth:
-                    then_in = state
-                else:
-                    then_in = self.refine(node.test, True, state.copy(), operands)
-            if test.truth is not True:
-                if test.truth is False:
-                    else_in = state
-                else:
-                    else_in = self.refine(node.test, False, state, operands)
-        for branch in (then_in, else_in):
-            if branch is not None:
-                branch.path = branch.path | test.deps
-        then_out = self.block(node.body, then_in, frame)
-        else_out = self.block(node.orelse, else_in, frame)
-        merged = join_states(then_out, else_out, self.program.branch_keys(node))
-        if (
-            merged is not None
-            and (then_in is None or then_out is not None)
-            and (else_in is None or else_out is not None)
-        ):
-            merged.path = before  # both sides fall through: what follows no longer depends on it
-        return merged
-
     def _helper_branches(
-        self, test: ast.expr, state: State
+        self, call: ast.Call, negated: bool, state: State
     ) -> tuple[Value, State | None, State | None] | None:
-        """`if helper():` / `if not helper():` for a local helper with several returns: each
-        branch starts from the returns that lead there, so a guard written with early returns
-        (`if not deterministic: return False`) keeps what each return knew."""
-        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-        call = test.operand if negated else test
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
-            return None
+        """`if helper():` / `if not helper():` (`call`, `negated`) for a local helper with
+        several returns: each branch starts from the returns that lead there, so a guard written
+        with early returns (`if not deterministic: return False`) keeps what each return knew.
+        None where `call` does not call a local helper."""
         bound = state.vars.get(call.func.id)
         if bound is None or not isinstance(bound.const, LocalFunction):
             return None
@@ -265,13 +212,6 @@ class Statements:
             outcomes.append(self.block(case.body, entry, frame))
         return join_all(outcomes)
 
-    def _return(self, node: ast.Return, state: State, frame: Frame) -> None:
-        value = self.eval(node.value, state) if node.value is not None else const(None)
-        if self.observer is not None:
-            self.observer.on_return(self, node, value, state)
-        frame.returns.append((value, state))
-        return None
-
     def _raise(self, node: ast.Raise, state: State, frame: Frame) -> None:
         """An exception leaves here: nothing falls through (handlers see it via `_may_raise`)."""
         return None
@@ -303,29 +243,195 @@ class Statements:
         return state
 
 
-#: How each kind of statement executes (`Interpreter.block`); any other kind is `_opaque`.
-#: Module-level, not bound methods in the instance: those would make every interpreter, and
-#: every state it ever held, cyclic garbage that only a full collection frees.
-STATEMENTS: dict[type, Callable[..., State | None]] = {
-    ast.Assign: Statements._assign_stmt,
-    ast.AugAssign: Statements._augassign,
-    ast.AnnAssign: Statements._annassign,
-    ast.Expr: Statements._expr_stmt,
-    ast.If: Statements._if,
-    ast.For: Statements._for,
-    ast.AsyncFor: Statements._for,
-    ast.While: Statements._while,
-    ast.Try: Statements._try,
-    ast.With: Statements._with,
-    ast.AsyncWith: Statements._with,
-    ast.Return: Statements._return,
-    ast.Raise: Statements._raise,
-    ast.Break: Statements._break,
-    ast.Continue: Statements._continue,
-    ast.FunctionDef: Statements._def,
-    ast.Assert: Statements._assert,
-    ast.Delete: Statements._delete,
-    ast.Match: Statements._match,
+Executor = Callable[["Interpreter", State, Frame], "State | None"]
+
+
+def executor(program: Program, stmt: ast.stmt) -> Executor:
+    """The executor of `stmt`, compiled on first use and kept on `program`."""
+    compiled = program.executors.get(stmt)
+    if compiled is None:
+        factory = FACTORIES.get(type(stmt))
+        compiled = program.executors[stmt] = (
+            factory(program, stmt)
+            if factory is not None
+            else _handled(Statements._opaque)(program, stmt)
+        )
+    return compiled
+
+
+def _assign(program: Program, node: ast.Assign) -> Executor:
+    value_of = evaluator(program, node.value)
+    names = [target.id for target in node.targets if isinstance(target, ast.Name)]
+    if len(names) == len(node.targets):  # `flag = False`: stored without destructuring
+
+        def store(interpreter: Interpreter, state: State, frame: Frame) -> State:
+            value = value_of(interpreter, state)
+            for name in names:
+                interpreter.store(name, value, state)
+            return state
+
+        return store
+
+    def assign(interpreter: Interpreter, state: State, frame: Frame) -> State:
+        value = value_of(interpreter, state)
+        for target in node.targets:
+            interpreter.assign(target, value, state)
+        return state
+
+    return assign
+
+
+def _augassign(program: Program, node: ast.AugAssign) -> Executor:
+    current_of, value_of = evaluator(program, node.target), evaluator(program, node.value)
+    fold = arithmetic(type(node.op))
+
+    def execute(interpreter: Interpreter, state: State, frame: Frame) -> State:
+        value = fold(current_of(interpreter, state), value_of(interpreter, state))
+        interpreter.assign(node.target, value, state)
+        return state
+
+    return execute
+
+
+def _annassign(program: Program, node: ast.AnnAssign) -> Executor:
+    if node.value is None:
+        return _unchanged
+    value_of = evaluator(program, node.value)
+
+    def execute(interpreter: Interpreter, state: State, frame: Frame) -> State:
+        interpreter.assign(node.target, value_of(interpreter, state), state)
+        return state
+
+    return execute
+
+
+def _expr(program: Program, node: ast.Expr) -> Executor:
+    """An expression statement: a call (or a helper's walrus) runs; a method call whose result
+    is discarded (`reasons.append(...)`) changes its receiver; a docstring does nothing."""
+    if not (isinstance(node.value, ast.Call) or program.calls_helper(node.value)):
+        return _unchanged
+    value_of, mutated = evaluator(program, node.value), program.mutated(node)
+
+    def execute(interpreter: Interpreter, state: State, frame: Frame) -> State:
+        value = value_of(interpreter, state)
+        for name in mutated:
+            if name in state.vars:
+                interpreter._mutated(name, value.deps, state)
+        return state
+
+    return execute
+
+
+def _unchanged(interpreter: Interpreter, state: State, frame: Frame) -> State:
+    return state
+
+
+def _if(program: Program, node: ast.If) -> Executor:
+    """Both branches of an undecided test run, each on the state refined by the test's truth,
+    and join where they meet; a decided one runs its branch alone."""
+    test, body, orelse = node.test, node.body, node.orelse
+    test_of, keys = evaluator(program, test), program.branch_keys(node)
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    call = test.operand if negated else test
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+        call = None  # no `if helper():`
+    core = test
+    while isinstance(core, ast.UnaryOp) and isinstance(core.op, ast.Not):
+        core = core.operand
+    # An `and` / `or` test (under any `not`) that runs no helper: refining a branch asks for its
+    # operands' truth first, and without side effects they evaluate alike until the state
+    # changes, so their values are kept from the test (an undecided one evaluates them all).
+    recorded = core if isinstance(core, ast.BoolOp) and not program.calls_helper(test) else None
+
+    def execute(interpreter: Interpreter, state: State, frame: Frame) -> State | None:
+        before = state.path
+        branches = None if call is None else interpreter._helper_branches(call, negated, state)
+        if branches is not None:
+            value, then_in, else_in = branches
+            if interpreter.observer is not None:
+                joined = join_states(then_in, else_in) or state
+                interpreter.observer.on_if(interpreter, node, value, joined)
+        else:
+            operands = EMPTY_MAPPING
+            if recorded is None:
+                value = test_of(interpreter, state)
+            else:
+                interpreter.recorded, interpreter.operands = recorded, {}
+                try:
+                    value = test_of(interpreter, state)
+                    operands = interpreter.operands
+                finally:
+                    interpreter.recorded = interpreter.operands = None
+            if interpreter.observer is not None:
+                interpreter.observer.on_if(interpreter, node, value, state)
+            truth = value.truth
+            if truth is True:
+                then_in, else_in = state, None
+            elif truth is False:
+                then_in, else_in = None, state
+            else:
+                then_in = interpreter.refine(test, True, state.copy(), operands)
+                else_in = interpreter.refine(test, False, state, operands)
+        deps = value.deps
+        if then_in is not None:
+            then_in.path = then_in.path | deps
+        if else_in is not None:
+            else_in.path = else_in.path | deps
+        then_out = interpreter.block(body, then_in, frame)
+        else_out = interpreter.block(orelse, else_in, frame) if orelse else else_in
+        merged = join_states(then_out, else_out, keys)
+        if (
+            merged is not None
+            and (then_in is None or then_out is not None)
+            and (else_in is None or else_out is not None)
+        ):
+            merged.path = before  # both sides fall through: what follows no longer depends on it
+        return merged
+
+    return execute
+
+
+def _return(program: Program, node: ast.Return) -> Executor:
+    value_of = evaluator(program, node.value) if node.value is not None else None
+
+    def execute(interpreter: Interpreter, state: State, frame: Frame) -> None:
+        value = value_of(interpreter, state) if value_of is not None else const(None)
+        if interpreter.observer is not None:
+            interpreter.observer.on_return(interpreter, node, value, state)
+        frame.returns.append((value, state))
+        return None
+
+    return execute
+
+
+def _handled(handler: Callable[..., State | None]) -> Callable[[Program, ast.stmt], Executor]:
+    """The factory of a statement kind a `Statements` method handles at run time."""
+    return lambda program, stmt: lambda interpreter, state, frame: handler(
+        interpreter, stmt, state, frame
+    )
+
+
+#: How each kind of statement compiles (`executor`); any other is `Statements._opaque`.
+FACTORIES: dict[type, Callable[[Program, ast.stmt], Executor]] = {
+    ast.Assign: _assign,
+    ast.AugAssign: _augassign,
+    ast.AnnAssign: _annassign,
+    ast.Expr: _expr,
+    ast.If: _if,
+    ast.Return: _return,
+    ast.For: _handled(Statements._for),
+    ast.AsyncFor: _handled(Statements._for),
+    ast.While: _handled(Statements._while),
+    ast.Try: _handled(Statements._try),
+    ast.With: _handled(Statements._with),
+    ast.AsyncWith: _handled(Statements._with),
+    ast.Raise: _handled(Statements._raise),
+    ast.Break: _handled(Statements._break),
+    ast.Continue: _handled(Statements._continue),
+    ast.FunctionDef: _handled(Statements._def),
+    ast.Assert: _handled(Statements._assert),
+    ast.Delete: _handled(Statements._delete),
+    ast.Match: _handled(Statements._match),
 }
 if hasattr(ast, "TryStar"):
-    STATEMENTS[ast.TryStar] = Statements._try
+    FACTORIES[ast.TryStar] = _handled(Statements._try)
