@@ -481,7 +481,7 @@ def _architecture_filters(
         node
         for node in program.function.body
         if isinstance(node, ast.If)
-        and program.closure_reads(node.test) & holders
+        and program.reads_any(node.test, holders)
         and not program.calls_helper(node.test)
         and any(flag in program.kills(stmt) for stmt in node.body if not program.blocks(stmt))
     ]

@@ -116,7 +116,7 @@ def return_shape(program: Program, dialect: Dialect) -> ReturnShape | None:
     expressions = {dialect.version(role) for role in FLASH_ROLES} - {None}
     if not any(
         isinstance(node, ast.Assign)
-        and version in program.assigned(node)
+        and program.binds(node, version)
         and ast.unparse(node.value) in expressions
         for node in listed
     ):
@@ -136,7 +136,7 @@ def _split_at(
     current = None
     for node in listed:
         if node in top_level:
-            current = node if program.closure_reads(node) & flag_names else None
+            current = node if program.reads_any(node, flag_names) else None
         if (
             current is not None
             and isinstance(node, ast.Assign)

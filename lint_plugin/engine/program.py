@@ -3,8 +3,14 @@
 The interpreter runs a selector once per witness; anything that depends only on the source -
 which names a statement reads or writes, which nested functions are local helpers and what they
 write through `nonlocal`, which statements switch a flag off or may raise - is computed here,
-lazily and once per node. Facts about a compound statement are built from those of the
-statements inside it, so every node is looked at a bounded number of times.
+once per node. One walk over the function (`function_index`) finds what every statement and
+every compound statement's head reads, binds and calls; a compound statement's facts are those
+of its heads and statements together.
+
+Sets of names are held as bits of an `int` (`Names`): the slice and the facts of a compound
+statement are unions and intersections of hundreds of names, which `int` does in a few machine
+words where a `frozenset` copies every name. The methods that answer in names convert, once per
+node.
 """
 
 from __future__ import annotations
@@ -12,17 +18,26 @@ from __future__ import annotations
 import ast
 import functools
 import operator
-from typing import Iterator, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
 from lint_plugin.engine.absint import EMPTY
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_DEFINITION_TYPES = frozenset(DEFINITIONS)
 #: Statements that hold statement lists (`blocks`).
 COMPOUND = (
     *DEFINITIONS,
     *(ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match),
     *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
 )
+_COMPOUND_ALL = frozenset(COMPOUND)
+#: The compound statements whose facts are their heads' and their blocks' (`_Walker`).
+_COMPOUND_TYPES = _COMPOUND_ALL - _DEFINITION_TYPES
+#: The statement lists each compound statement holds directly (`blocks`).
+_BLOCK_FIELDS = {
+    kind: tuple(name for name in ("body", "orelse", "finalbody") if name in kind._fields)
+    for kind in COMPOUND
+}
 #: Sort key that puts nodes in source order.
 POSITION = operator.attrgetter("lineno", "col_offset")
 
@@ -48,6 +63,63 @@ def selector_parameter(function: ast.FunctionDef) -> ast.arg | None:
     return named[0] if len(named) == 1 else None
 
 
+class Names:
+    """The names and dotted names of one selector function, each a bit of an `int`."""
+
+    __slots__ = ("bit", "names")
+
+    def __init__(self) -> None:
+        self.bit: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def of(self, name: str) -> int:
+        """The bit of `name`, given one on first sight."""
+        bit = self.bit.get(name)
+        if bit is None:
+            bit = self.bit[name] = 1 << len(self.names)
+            self.names.append(name)
+        return bit
+
+    def bits(self, names: Iterable[str]) -> int:
+        bits = 0
+        for name in names:
+            bits |= self.of(name)
+        return bits
+
+    def named(self, bits: int) -> frozenset[str]:
+        """The names of `bits`."""
+        names, found = self.names, []
+        while bits:
+            low = bits & -bits
+            found.append(names[low.bit_length() - 1])
+            bits ^= low
+        return frozenset(found)
+
+
+class Facts(NamedTuple):
+    """What one statement or expression reads, binds and calls (nested scopes included), sets of
+    names as `Names` bits."""
+
+    #: Names and dotted attribute names loaded.
+    loads: int
+    #: `AttentionParams` fields read as attributes of the selector's argument.
+    fields: frozenset[str]
+    #: Names and dotted names bound.
+    stores: int
+    #: Names an item or attribute assignment starts from (`x` in `x.a[0] = 1`): a local object
+    #: changed in place, where `x` is a local of the function (`Program.locals`).
+    roots: int
+    #: Names called as functions (`f(...)`), to match against local helpers.
+    calls: frozenset[str]
+    #: Names assigned a falsy constant (`flag = False`).
+    falsified: int
+    walrus: bool
+
+
+#: `Facts(...)` without the namedtuple's `__new__`, a Python function: one per statement.
+new_facts = functools.partial(tuple.__new__, Facts)
+
+
 class FunctionIndex(NamedTuple):
     """What one pass over a selector function finds; shared by `Program` and `Dialect`."""
 
@@ -63,6 +135,11 @@ class FunctionIndex(NamedTuple):
     assignments: tuple[ast.Assign, ...]
     #: Names and dotted names compared with something (`fa4_version < PkgVersion(...)`).
     compared: frozenset[str]
+    #: The names the facts' bits stand for.
+    names: Names
+    #: The facts of every statement of the function (helpers' included) and of every compound
+    #: statement's heads.
+    facts: dict[ast.AST, Facts]
 
 
 #: Fields that never hold a node worth visiting: names and numbers, and the context and operator
@@ -76,24 +153,21 @@ _LEAF_FIELDS = frozenset(
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
+def _child_fields(kind: type) -> tuple[str, ...]:
+    fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+    return fields
+
+
 def descendants(node: ast.AST) -> Iterator[ast.AST]:
     """`node` and every node under it but the context and operator singletons, in no
-    particular order.
-
-    What `ast.walk` yields, at a third of its cost. Walking the selector (whole for
-    `function_index`, statement by statement for `Program.info`) is most of what preparing an
-    analysis costs.
-    """
+    particular order: what `ast.walk` yields, at a third of its cost."""
     todo = [node]
     pop, push, fields_of = todo.pop, todo.append, _CHILD_FIELDS.get
     while todo:
         current = pop()
         yield current
         kind = type(current)
-        fields = fields_of(kind)
-        if fields is None:
-            fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
-        for name in fields:
+        for name in fields_of(kind) or _child_fields(kind):
             value = getattr(current, name, None)
             if type(value) is list:
                 for item in value:
@@ -103,55 +177,182 @@ def descendants(node: ast.AST) -> Iterator[ast.AST]:
                 push(value)
 
 
+class _Walker:
+    """Finds the `Facts` of nodes, and while indexing a function (`index`), what
+    `FunctionIndex` holds of the whole function too.
+
+    Walking the selector is most of what preparing an analysis costs: each node is visited
+    once, by one loop that records what it finds for both.
+    """
+
+    def __init__(self, parameter: str | None, names: Names, index: bool) -> None:
+        self.parameter = parameter
+        self.names = names
+        self.index = index
+        self.facts: dict[ast.AST, Facts] = {}
+        self.stores: set[str] = set()
+        self.text: set[str] = set()
+        self.fields: set[str] = set()
+        self.definitions: list[ast.FunctionDef] = []
+        self.assignments: list[ast.Assign] = []
+        self.compared: set[str] = set()
+
+    def statement(self, stmt: ast.stmt) -> Facts:
+        """The facts of `stmt`, kept with those of its statements and heads."""
+        kind = type(stmt)
+        if kind in _DEFINITION_TYPES:
+            # Its own parts, then its body: a helper's statements are asked about one by one.
+            if kind is ast.FunctionDef and self.index:
+                self.definitions.append(stmt)
+            parts = [self.walk(part) for part in _signature(stmt)]
+            parts += [self.statement(inner) for inner in stmt.body]
+            found = _merged(parts)
+        elif kind in _COMPOUND_TYPES:
+            parts = []
+            for head in heads(stmt):
+                found = self.facts[head] = self.walk(head)
+                parts.append(found)
+            parts += [self.statement(inner) for block in blocks(stmt) for inner in block]
+            found = _merged(parts)
+        else:
+            found = self.walk(stmt)
+        self.facts[stmt] = found
+        return found
+
+    def walk(self, node: ast.AST | list) -> Facts:
+        """The facts of everything under `node` (a node, or a list of them)."""
+        names, parameter, index = self.names, self.parameter, self.index
+        loads = stores = roots = falsified = 0
+        fields: set[str] = set()
+        calls: set[str] = set()
+        walrus = False
+        todo = list(node) if type(node) is list else [node]
+        pop, push, fields_of = todo.pop, todo.append, _CHILD_FIELDS.get
+        known, bit_of = names.bit.get, names.of
+        while todo:
+            current = pop()
+            kind = type(current)
+            if kind is ast.Name:
+                name = current.id
+                context = type(current.ctx)
+                if context is ast.Load:
+                    loads |= known(name) or bit_of(name)
+                else:
+                    stores |= known(name) or bit_of(name)
+                if index:
+                    self.text.add(name)
+                    if context is ast.Store:
+                        self.stores.add(name)
+                continue  # no node below
+            if kind is ast.Attribute:
+                value, attr = current.value, current.attr
+                dotted = dotted_name(current)
+                if type(current.ctx) is ast.Load:
+                    if dotted is not None:
+                        loads |= known(dotted) or bit_of(dotted)
+                    if type(value) is ast.Name and value.id == parameter:
+                        fields.add(attr)
+                elif dotted is not None:
+                    stores |= known(dotted) or bit_of(dotted)
+                if index and type(value) is ast.Name:
+                    self.text.add(f"{value.id}.{attr}")
+                    if value.id == parameter:
+                        self.fields.add(attr)
+            elif kind is ast.Subscript:
+                if type(current.ctx) is not ast.Load:
+                    root = current.value
+                    while isinstance(root, (ast.Attribute, ast.Subscript)):
+                        root = root.value
+                    if type(root) is ast.Name:
+                        roots |= names.of(root.id)
+            elif kind is ast.Call:
+                if type(current.func) is ast.Name:
+                    calls.add(current.func.id)
+            elif kind is ast.Assign:
+                if is_falsy_constant(current.value):
+                    falsified |= names.bits(n for t in current.targets for n in target_names(t))
+                if index and any(type(target) is ast.Name for target in current.targets):
+                    self.assignments.append(current)
+            elif kind is ast.AnnAssign:
+                if is_falsy_constant(current.value):
+                    falsified |= names.bits(target_names(current.target))
+            elif kind is ast.NamedExpr:
+                walrus = True
+            elif kind is ast.Compare:
+                if index:
+                    for side in (current.left, *current.comparators):
+                        if (dotted := dotted_name(side)) is not None:
+                            self.compared.add(dotted)
+            for field in fields_of(kind) or _child_fields(kind):
+                value = getattr(current, field, None)
+                if type(value) is list:
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            push(item)
+                elif isinstance(value, ast.AST):
+                    push(value)
+        return new_facts(
+            (loads, frozenset(fields) or EMPTY, stores, roots, frozenset(calls) or EMPTY)
+            + (falsified, walrus)
+        )
+
+
+def _signature(definition: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> list:
+    """What a definition holds besides its body: arguments, decorators, annotations, bases."""
+    parts = []
+    for field in type(definition)._fields:
+        value = getattr(definition, field)
+        if field != "body" and isinstance(value, (ast.AST, list)) and value:
+            parts.append(value)
+    return parts
+
+
+def _merged(parts: list[Facts]) -> Facts:
+    """The facts of code made of `parts`."""
+    loads = stores = roots = falsified = 0
+    fields = calls = EMPTY
+    walrus = False
+    for part in parts:
+        loads |= part.loads
+        stores |= part.stores
+        roots |= part.roots
+        falsified |= part.falsified
+        if part.fields:
+            fields = fields | part.fields
+        if part.calls:
+            calls = calls | part.calls
+        walrus = walrus or part.walrus
+    return new_facts((loads, fields, stores, roots, calls, falsified, walrus))
+
+
 @functools.lru_cache(maxsize=2)  # keeps trees alive: flake8 moves on file by file
 def function_index(function: ast.FunctionDef) -> FunctionIndex:
     argument = selector_parameter(function)
-    parameter = argument.arg if argument else None
-    stores, text, fields, definitions, assignments = set(), set(), set(), [], []
-    compared: set[str] = set()
-    for node in descendants(function):
-        kind = type(node)
-        if kind is ast.Name:
-            text.add(node.id)
-            if type(node.ctx) is ast.Store:
-                stores.add(node.id)
-        elif kind is ast.Attribute:
-            value = node.value
-            if type(value) is ast.Name:
-                text.add(f"{value.id}.{node.attr}")
-                if value.id == parameter:
-                    fields.add(node.attr)
-        elif kind is ast.Assign:
-            if any(type(target) is ast.Name for target in node.targets):
-                assignments.append(node)
-        elif kind is ast.FunctionDef and node is not function:
-            definitions.append(node)
-        elif kind is ast.Compare:
-            for side in (node.left, *node.comparators):
-                if (dotted := dotted_name(side)) is not None:
-                    compared.add(dotted)
+    walker = _Walker(argument.arg if argument else None, Names(), index=True)
+    for part in _signature(function):  # its names and fields, for the index
+        walker.walk(part)
+    for stmt in function.body:
+        walker.statement(stmt)
     return FunctionIndex(
-        frozenset(stores),
-        frozenset(text),
-        frozenset(fields),
-        tuple(sorted(definitions, key=POSITION)),
-        tuple(sorted(assignments, key=POSITION)),
-        frozenset(compared),
+        frozenset(walker.stores),
+        frozenset(walker.text),
+        frozenset(walker.fields),
+        tuple(sorted(walker.definitions, key=POSITION)),
+        tuple(sorted(walker.assignments, key=POSITION)),
+        frozenset(walker.compared),
+        walker.names,
+        walker.facts,
     )
 
 
 class NodeInfo(NamedTuple):
-    """What one walk over a statement or expression finds (nested scopes included)."""
+    """`Facts` in names (`Program.info`)."""
 
-    #: Names and dotted attribute names loaded.
     loads: frozenset[str]
-    #: `AttentionParams` fields read as attributes of the selector's argument.
     fields: frozenset[str]
     #: Names and dotted names bound, and local objects changed by subscript assignment.
     stores: frozenset[str]
-    #: Names called as functions (`f(...)`), to match against local helpers.
     calls: frozenset[str]
-    #: Names assigned a falsy constant (`flag = False`).
     falsified: frozenset[str]
     walrus: bool
 
@@ -200,16 +401,13 @@ def is_falsy_constant(node: ast.AST | None) -> bool:
 
 def blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
     """The statement lists nested in a compound statement (handlers and cases included)."""
-    if not isinstance(stmt, COMPOUND):
+    kind = type(stmt)
+    if kind not in _COMPOUND_ALL:
         return []  # most statements: asked for on every walk, answered without looking
-    found = [
-        getattr(stmt, name)
-        for name in ("body", "orelse", "finalbody")
-        if isinstance(getattr(stmt, name, None), list)
-    ]
-    found += [handler.body for handler in getattr(stmt, "handlers", ())]
-    found += [case.body for case in getattr(stmt, "cases", ())]
-    return [block for block in found if block]
+    found = [block for name in _BLOCK_FIELDS[kind] if (block := getattr(stmt, name))]
+    found += [handler.body for handler in getattr(stmt, "handlers", ()) if handler.body]
+    found += [case.body for case in getattr(stmt, "cases", ()) if case.body]
+    return found
 
 
 def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -289,20 +487,23 @@ class Program:
         self.helpers: dict[str, list[Helper]] = {}
         for definition in index.definitions:
             self.helpers.setdefault(definition.name, []).append(_helper(definition))
+        self.names = index.names
+        self._locals = self.names.bits(self.locals)
+        self._facts = index.facts
         self._info: dict[ast.AST, NodeInfo] = {}
-        self._closure_reads: dict[ast.AST, frozenset[str]] = {}
-        self._kills: dict[ast.AST, frozenset[str]] = {}
-        self._writes: dict[ast.AST, frozenset[str]] = {}
+        self._closure_reads: dict[ast.AST, int] = {}
+        self._kills: dict[ast.AST, int] = {}
+        self._writes: dict[ast.AST, int] = {}
+        self._named: dict[tuple[str, ast.AST], frozenset[str]] = {}
         self._raises: dict[ast.AST, bool] = {}
         self._blocks: dict[ast.stmt, list[list[ast.stmt]]] = {}
-        self._branch_keys: dict[ast.If, frozenset[str]] = {}
         #: Each expression and statement compiled once for every run (`interpret.evaluators`,
         #: `interpret.statements`), and each body as a slice executes it (`Interpreter.plan`).
         self.evaluators: dict[ast.AST, object] = {}
-        #: `own_enablers`' answers, which every store of a possibly-true value asks.
-        self.own_enablers_memo: dict[tuple[str, frozenset], tuple | None] = {}
         self.executors: dict[ast.stmt, object] = {}
         self.plans: dict[object, dict[int, tuple]] = {}
+        #: `own_enablers`' answers, which every store of a possibly-true value asks.
+        self.own_enablers_memo: dict[tuple[str, frozenset], tuple | None] = {}
         #: Each call of a module predicate, expanded once for every run (the interpreter fills it).
         self.expansions: dict[ast.Call, ast.expr | None] = {}
 
@@ -316,36 +517,62 @@ class Program:
     def helper(self, node: ast.FunctionDef) -> Helper:
         return next(h for h in self.helpers[node.name] if h.node is node)
 
+    def facts(self, node: ast.AST) -> Facts:
+        """What `node` reads, binds and calls, in bits: a statement's or a head's from the
+        index; another expression's (a call, an operand) walked on first use."""
+        found = self._facts.get(node)
+        if found is None:
+            found = self._facts[node] = _Walker(self.parameter, self.names, False).walk(node)
+        return found
+
     def info(self, node: ast.AST) -> NodeInfo:
-        """What `node` reads, binds and calls. A compound statement's is built from its heads'
-        and its statements' (each computed once), so nested code is not walked again."""
+        """`facts` in names."""
         cached = self._info.get(node)
         if cached is None:
-            blocks = self.blocks(node) if isinstance(node, ast.stmt) else ()
-            if blocks and not isinstance(node, DEFINITIONS):
-                parts = [self.info(head) for head in heads(node)]
-                parts += [self.info(stmt) for block in blocks for stmt in block]
-                cached = _merged_info(parts)
-            else:
-                cached = _node_info(node, self.parameter, self.locals)
-            self._info[node] = cached
+            facts, named = self.facts(node), self.names.named
+            cached = self._info[node] = NodeInfo(
+                named(facts.loads),
+                facts.fields,
+                named(self._stored(facts)),
+                facts.calls,
+                named(facts.falsified),
+                facts.walrus,
+            )
+        return cached
+
+    def _stored(self, facts: Facts) -> int:
+        """What a node binds, the local objects it changes in place included."""
+        return facts.stores | (facts.roots & self._locals)
+
+    def _names(self, kind: str, node: ast.AST, bits: int) -> frozenset[str]:
+        """`bits` in names, once per kind of question and node."""
+        cached = self._named.get((kind, node))
+        if cached is None:
+            cached = self._named[(kind, node)] = self.names.named(bits)
         return cached
 
     def called_helpers(self, node: ast.AST) -> list[Helper]:
         """Local helpers a node calls by name (directly, not through other helpers)."""
-        return [h for name in self.info(node).calls for h in self.helpers.get(name, ())]
+        return [h for name in self.facts(node).calls for h in self.helpers.get(name, ())]
 
     def assigned(self, stmt: ast.AST) -> frozenset[str]:
         """Names a simple assignment statement binds."""
         if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            return self.info(stmt).stores
+            return self._names("assigned", stmt, self._stored(self.facts(stmt)))
         return EMPTY
+
+    def binds(self, stmt: ast.AST, name: str) -> bool:
+        """Whether `stmt` is a simple assignment that binds `name` (`assigned`, without its
+        names)."""
+        return isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and bool(
+            self._stored(self.facts(stmt)) & self.names.of(name)
+        )
 
     def own_enablers(self, name: str, enablers: frozenset) -> tuple | None:
         """Of the sites that may have made a value true, those of statements that bind `name`
         itself (a flag's own earlier value), or None when that is all of them; kept in
         `own_enablers_memo`."""
-        own = tuple(s for s in enablers if s.stmt is not None and name in self.assigned(s.stmt))
+        own = tuple(s for s in enablers if s.stmt is not None and self.binds(s.stmt, name))
         answer = None if len(own) == len(enablers) else own
         self.own_enablers_memo[(name, enablers)] = answer
         return answer
@@ -361,77 +588,96 @@ class Program:
 
     def reads(self, node: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
         """Names (dotted attribute names too) a node loads, and `AttentionParams` fields read."""
-        info = self.info(node)
-        return info.loads, info.fields
+        facts = self.facts(node)
+        return self._names("reads", node, facts.loads), facts.fields
 
     def closure_reads(self, node: ast.AST) -> frozenset[str]:
         """Names `node` reads, including everything read by the local helpers it calls."""
+        return self._names("closure_reads", node, self.read_bits(node))
+
+    def reads_any(self, node: ast.AST, names: Iterable[str]) -> bool:
+        """Whether `closure_reads(node)` holds one of `names`."""
+        return bool(self.read_bits(node) & self.names.bits(names))
+
+    def read_bits(self, node: ast.AST) -> int:
+        """`closure_reads`, in bits."""
         cached = self._closure_reads.get(node)
         if cached is None:
-            self._closure_reads[node] = EMPTY  # a helper that calls itself adds nothing new
-            names = set(self.info(node).loads)
+            self._closure_reads[node] = 0  # a helper that calls itself adds nothing new
+            bits = self.facts(node).loads
             for helper in self.called_helpers(node):
-                names |= self.closure_reads(helper.node)
-            cached = self._closure_reads[node] = frozenset(names)
+                bits |= self.read_bits(helper.node)
+            cached = self._closure_reads[node] = bits
         return cached
 
     def calls_helper(self, node: ast.AST) -> bool:
         """Whether evaluating `node` may run a local helper or bind a name (walrus)."""
-        info = self.info(node)
-        return info.walrus or any(name in self.helpers for name in info.calls)
+        facts = self.facts(node)
+        return facts.walrus or any(name in self.helpers for name in facts.calls)
 
     def kills(self, node: ast.AST) -> frozenset[str]:
         """Names that some path through `node` assigns a falsy constant, helpers included.
 
         A filter is exactly that: a statement that can switch a backend flag off.
         """
+        return self._names("kills", node, self._kill_bits(node))
+
+    def _kill_bits(self, node: ast.AST) -> int:
         cached = self._kills.get(node)
         if cached is None:
-            self._kills[node] = EMPTY  # a helper that calls itself adds nothing new
-            killed = set(self.info(node).falsified)
+            self._kills[node] = 0  # a helper that calls itself adds nothing new
+            killed = self.facts(node).falsified
             for helper in self.called_helpers(node):
-                killed.update(self.kills(helper.node) & helper.nonlocals)
-            cached = self._kills[node] = frozenset(killed)
+                killed |= self._kill_bits(helper.node) & self.names.bits(helper.nonlocals)
+            cached = self._kills[node] = killed
         return cached
 
     def body_kills(self, node: ast.If) -> frozenset[str]:
         """Names the then-branch of an `if` can switch off."""
-        return frozenset().union(*(self.kills(stmt) for stmt in node.body))
+        killed = 0
+        for stmt in node.body:
+            killed |= self._kill_bits(stmt)
+        return self._names("body_kills", node, killed)
 
     def branch_keys(self, node: ast.If) -> frozenset[str]:
         """Names the two branches of an `if` can leave different: what they may bind, and what
         its test reads (refined on each side, helpers' reads included)."""
-        cached = self._branch_keys.get(node)
-        if cached is None:
-            cached = self._branch_keys[node] = self.writes(node) | self.closure_reads(node.test)
-        return cached
+        keys = self.write_bits(node) | self.read_bits(node.test)
+        return self._names("branch_keys", node, keys)
 
     def writes(self, stmt: ast.stmt) -> frozenset[str]:
         """Names that executing `stmt` may rebind or mutate, local helpers' writes included."""
+        return self._names("writes", stmt, self.write_bits(stmt))
+
+    def write_bits(self, stmt: ast.stmt) -> int:
+        """`writes`, in bits."""
         cached = self._writes.get(stmt)
         if cached is None:
-            self._writes[stmt] = EMPTY  # a helper that calls itself adds nothing new
+            self._writes[stmt] = 0  # a helper that calls itself adds nothing new
             if isinstance(stmt, DEFINITIONS):
-                written = {stmt.name}
+                written = self.names.of(stmt.name)
             elif self.blocks(stmt):
-                written = set().union(*(self.expression_writes(h) for h in heads(stmt)))
-                written.update(h.name for h in getattr(stmt, "handlers", ()) if h.name)
+                written = 0
+                for head in heads(stmt):
+                    written |= self.expression_write_bits(head)
+                written |= self.names.bits(h.name for h in getattr(stmt, "handlers", ()) if h.name)
                 for block in self.blocks(stmt):
                     for inner in block:
-                        written |= self.writes(inner)
+                        written |= self.write_bits(inner)
             else:
-                written = self.expression_writes(stmt)
+                written = self.expression_write_bits(stmt)
                 if isinstance(stmt, ast.Expr):
-                    written.update(self.mutated(stmt))
-            cached = self._writes[stmt] = frozenset(written)
+                    written |= self.names.bits(self.mutated(stmt))
+            cached = self._writes[stmt] = written
         return cached
 
-    def expression_writes(self, node: ast.AST) -> set[str]:
-        """Names an expression (or simple statement) binds, helper writes included."""
-        written = set(self.info(node).stores)
+    def expression_write_bits(self, node: ast.AST) -> int:
+        """What an expression (or simple statement) binds, helper writes included, in bits."""
+        written = self._stored(self.facts(node))
         for helper in self.called_helpers(node):
+            nonlocals = self.names.bits(helper.nonlocals)
             for inner in helper.node.body:
-                written.update(self.writes(inner) & helper.nonlocals)
+                written |= self.write_bits(inner) & nonlocals
         return written
 
     def mutated(self, stmt: ast.Expr) -> list[str]:
@@ -471,56 +717,6 @@ class Program:
 def _callee(call: ast.Call) -> str | None:
     func = call.func
     return func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-
-
-def _node_info(node: ast.AST, parameter: str | None, scope: frozenset[str]) -> NodeInfo:
-    loads, fields, stores, calls, falsified, walrus = set(), set(), set(), set(), set(), False
-    for child in descendants(node):
-        kind = type(child)
-        if kind is ast.Name:
-            if type(child.ctx) is ast.Load:
-                loads.add(child.id)
-            else:
-                stores.add(child.id)
-        elif kind is ast.Attribute:
-            dotted = dotted_name(child)
-            if type(child.ctx) is ast.Load:
-                if dotted is not None:
-                    loads.add(dotted)
-                if type(child.value) is ast.Name and child.value.id == parameter:
-                    fields.add(child.attr)
-            elif dotted is not None:
-                stores.add(dotted)
-        elif kind is ast.Subscript and type(child.ctx) is not ast.Load:
-            stores.update(root_names(child.value, scope))
-        elif kind is ast.Call and type(child.func) is ast.Name:
-            calls.add(child.func.id)
-        elif kind is ast.Assign and is_falsy_constant(child.value):
-            falsified.update(n for t in child.targets for n in target_names(t))
-        elif kind is ast.AnnAssign and is_falsy_constant(child.value):
-            falsified.update(target_names(child.target))
-        elif kind is ast.NamedExpr:
-            walrus = True
-    return NodeInfo(
-        frozenset(loads),
-        frozenset(fields) or EMPTY,
-        frozenset(stores),
-        frozenset(calls),
-        frozenset(falsified),
-        walrus,
-    )
-
-
-def _merged_info(parts: list[NodeInfo]) -> NodeInfo:
-    """The info of code made of `parts`."""
-    return NodeInfo(
-        frozenset().union(*(part.loads for part in parts)),
-        frozenset().union(*(part.fields for part in parts)),
-        frozenset().union(*(part.stores for part in parts)),
-        frozenset().union(*(part.calls for part in parts)),
-        frozenset().union(*(part.falsified for part in parts)),
-        any(part.walrus for part in parts),
-    )
 
 
 def _helper(node: ast.FunctionDef) -> Helper:

@@ -16,6 +16,8 @@ still counts as a point where an exception may leave for the handler (see the in
 
 Jumps (`raise`, `assert`, `break`, `continue`) run whenever the block around them runs: they are
 never skipped on their own, and they do not make the block around them needed.
+
+The live names are `Program.names` bits, as are what each statement reads and writes.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class Slice:
         self.program = program
         self._needed: set[ast.stmt] = set()
         self._visited: set[ast.stmt] = set()
-        self._block(program.function.body, set(roots))
+        self._block(program.function.body, program.names.bits(roots))
 
     def needed(self, stmt: ast.stmt) -> bool:
         """False only for a statement the slice saw and found unable to matter.
@@ -46,7 +48,7 @@ class Slice:
         """
         return stmt in self._needed or stmt not in self._visited
 
-    def _block(self, body: list[ast.stmt], live: set[str]) -> tuple[set[str], bool]:
+    def _block(self, body: list[ast.stmt], live: int) -> tuple[int, bool]:
         """Walk `body` backwards; the names live before it, and whether any of it is needed."""
         any_needed = False
         for stmt in reversed(body):
@@ -54,7 +56,7 @@ class Slice:
             any_needed |= needed
         return live, any_needed
 
-    def _stmt(self, stmt: ast.stmt, live: set[str]) -> tuple[set[str], bool]:
+    def _stmt(self, stmt: ast.stmt, live: int) -> tuple[int, bool]:
         self._visited.add(stmt)
         program = self.program
         if isinstance(stmt, JUMPS):
@@ -64,46 +66,47 @@ class Slice:
             self._needed.add(stmt)  # the state here is what the verdict reads, not the value
             return live, True
         if isinstance(stmt, DEFINITIONS):
-            needed = stmt.name in live
+            needed = bool(program.names.of(stmt.name) & live)
         elif not program.blocks(stmt):
-            needed = bool(program.writes(stmt) & live)
+            needed = bool(program.write_bits(stmt) & live)
             if needed:
-                live = live | program.closure_reads(stmt)
+                live = live | program.read_bits(stmt)
         else:
             live, needed = self._compound(stmt, live)
         if needed:
             self._needed.add(stmt)
         return live, needed
 
-    def _compound(self, stmt: ast.stmt, live: set[str]) -> tuple[set[str], bool]:
+    def _compound(self, stmt: ast.stmt, live: int) -> tuple[int, bool]:
         program = self.program
-        parts = heads(stmt)
-        head_reads = set().union(*(program.closure_reads(head) for head in parts))
-        written_by_heads = set().union(*(program.expression_writes(head) for head in parts))
+        head_reads = written_by_heads = 0
+        for head in heads(stmt):
+            head_reads |= program.read_bits(head)
+            written_by_heads |= program.expression_write_bits(head)
         if isinstance(stmt, LOOPS):
-            entry, needed = set(live), False
+            entry, needed = live, False
             while True:  # what one iteration needs feeds the iteration before it
                 before, body_needed = self._block(stmt.body, entry | head_reads)
                 needed |= body_needed
-                if before <= entry:
+                if not before & ~entry:
                     break
                 entry |= before
-            after_else, else_needed = self._block(stmt.orelse, set(live))
+            after_else, else_needed = self._block(stmt.orelse, live)
             live_in, needed = entry | after_else, needed or else_needed
         elif isinstance(stmt, TRIES):
             # `finally` runs last; a handler may start from any point of the body.
-            after, needed = self._block(stmt.finalbody, set(live))
-            live_in = set(after)
+            after, needed = self._block(stmt.finalbody, live)
+            live_in = after
             for block in [stmt.orelse, *(handler.body for handler in stmt.handlers)]:
-                before, block_needed = self._block(block, set(after))
+                before, block_needed = self._block(block, after)
                 live_in |= before
                 needed |= block_needed
             live_in, body_needed = self._block(stmt.body, live_in)
             needed |= body_needed
         else:
-            live_in, needed = set(live), False  # a block may not run at all
+            live_in, needed = live, False  # a block may not run at all
             for block in program.blocks(stmt):
-                before, block_needed = self._block(block, set(live))
+                before, block_needed = self._block(block, live)
                 live_in |= before
                 needed |= block_needed
         needed = (
