@@ -11,15 +11,14 @@ hazard's own trigger.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import re
-from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, NamedTuple
 
 from packaging.version import Version
 
+from selector_patch.records import Record
 from selector_patch.roles import ROLES, Role
 from selector_patch.scenario import Condition, Scenario
 
@@ -41,8 +40,7 @@ def _specifier(affected: str):
     return SpecifierSet(affected, prereleases=True)
 
 
-@dataclass(frozen=True)
-class Spelling:
+class Spelling(Record):
     """How one range of kernel releases writes the refusal (the check moved and changed)."""
 
     affected: str
@@ -51,8 +49,7 @@ class Spelling:
     line: int | None = None
 
 
-@dataclass(frozen=True)
-class Evidence:
+class Evidence(Record):
     """Where the kernel library itself refuses (or silently mishandles) the case."""
 
     package: str
@@ -121,8 +118,7 @@ class Control(NamedTuple):
     changes: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
-class Hazard:
+class Hazard(Record):
     id: str
     backend: str
     title: str
@@ -139,7 +135,7 @@ class Hazard:
     kernel_version: str
     #: Concrete values for inputs the triggers only bound (e.g. head dims above 192).
     witness_shapes: tuple[Mapping[str, Any], ...] = ({},)
-    controls: tuple[Control, ...] = field(default=())
+    controls: tuple[Control, ...] = ()
     #: TE releases in which the backend path exists at all (informational).
     te_releases: str = ""
     #: Further affected kernel versions the witnesses also run with: for TE releases that
@@ -240,7 +236,7 @@ class Hazard:
             "section": self.section,
             "evidence": {
                 k: [_present(spelling) for spelling in v] if k == "spellings" else v
-                for k, v in dataclasses.asdict(self.evidence).items()
+                for k, v in self.evidence.as_dict().items()
                 if v is not None and v != ()
             },
             "kernel_version": self.kernel_version,
@@ -617,7 +613,7 @@ def _architecture(value: Any, where: str) -> tuple[int, int]:
 
 
 def _hazard_from_mapping(data: Mapping[str, Any], where: str) -> Hazard:
-    known = {f.name for f in dataclasses.fields(Hazard)}
+    known = set(Hazard.FIELDS)
     unknown = sorted(set(data) - known)
     if unknown:
         raise ValueError(f"{where}.{unknown[0]}: unknown key; known: {sorted(known)}")

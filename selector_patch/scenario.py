@@ -12,10 +12,10 @@ vocabulary keeps those three judges comparable.
 
 from __future__ import annotations
 
-import dataclasses
 import operator
-from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Mapping
+
+from selector_patch.records import Record
 
 #: Optional features, each with the `AttentionParams` fields that carry it to the selector: a
 #: plain call leaves them at the `Scenario` defaults (as `DotProductAttention` does without
@@ -103,8 +103,7 @@ OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
-@dataclass(frozen=True)
-class Condition:
+class Condition(Record):
     """`input op value` over a scenario, e.g. `attention_dropout > 0`."""
 
     input: str
@@ -124,8 +123,7 @@ class Condition:
         return f"{self.input} {self.op} {self.value!r}"
 
 
-@dataclass(frozen=True)
-class Scenario:
+class Scenario(Record):
     """Inputs of one selector call; defaults are seed 000's reproduction (BF16 BSHD, causal),
     on cuDNN 9.18.1."""
 
@@ -209,17 +207,17 @@ class Scenario:
     #: Whether the call runs inside an ONNX export (`MODULE_FEATURES`).
     onnx_export: bool = False
     #: `NVTE_*` variables set for this call, as sorted (name, value) pairs.
-    env: tuple[tuple[str, str], ...] = field(default=())
+    env: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         for name in DTYPE_INPUTS:
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
-                object.__setattr__(self, name, str(value).removeprefix("torch."))
+                self._set(name, str(value).removeprefix("torch."))
         for name in TUPLE_INPUTS:
             value = getattr(self, name)
             if isinstance(value, list):
-                object.__setattr__(self, name, tuple(value))
+                self._set(name, tuple(value))
 
     @property
     def padded_head_dim(self) -> int:
@@ -234,10 +232,10 @@ class Scenario:
     def with_changes(self, changes: Mapping[str, Any]) -> "Scenario":
         """A copy with `changes` applied; `env` entries are merged, not replaced.
 
-        The copy takes this one's attributes and then the changed ones, where
-        `dataclasses.replace` would read all fifty fields and pass them through `__init__`: the
-        analyzer makes a copy per witness and per binding (125 on TE 2.20.2's selector)."""
-        unknown = changes.keys() - self.__dataclass_fields__.keys()
+        The copy takes this one's attributes and then the changed ones, where `replace` would
+        read all fifty fields and pass them through `__init__`: the analyzer makes a copy per
+        witness and per binding (125 on TE 2.20.2's selector)."""
+        unknown = changes.keys() - set(self.FIELDS)
         if unknown:
             raise TypeError(f"Scenario has no input {min(unknown)!r}")
         copy = object.__new__(type(self))
@@ -255,6 +253,6 @@ class Scenario:
 
     def describe(self) -> dict[str, Any]:
         """Plain JSON-able inputs, for reports."""
-        described = dataclasses.asdict(self)
+        described = self.as_dict()
         described["env"] = dict(self.env)
         return described

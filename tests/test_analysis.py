@@ -9,7 +9,6 @@ query; everything else is unknown.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import functools
 import textwrap
 from pathlib import Path
@@ -621,7 +620,7 @@ def test_keyword_inputs_have_their_parameter_defaults() -> None:
 
 def moved(hazard_id: str, arch: tuple[int, int], number: int) -> Hazard:
     """A registry hazard on another architecture, as a hazard of its own (`TEA0nn`)."""
-    return dataclasses.replace(get_hazard(hazard_id), id=f"TEA{number:03d}", architectures=(arch,))
+    return get_hazard(hazard_id).replace(id=f"TEA{number:03d}", architectures=(arch,))
 
 
 #: FA4 hazards on sm86, where the example's first filter switches FA4 off for any input.

@@ -11,7 +11,6 @@ in 2.15.0 - 2.18.0 only (2.19.0 switches FA4 off below sm90), TEA006 and TEA007 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import functools
 import itertools
 import subprocess
@@ -180,7 +179,7 @@ def moved_registry() -> list[Hazard]:
     """
     archs = ((8, 0), (8, 6), (8, 9), (9, 0), (10, 0))
     moved = [
-        dataclasses.replace(hazard, id=f"TEA{10 + index:03d}", architectures=(arch,))
+        hazard.replace(id=f"TEA{10 + index:03d}", architectures=(arch,))
         for index, (arch, hazard) in enumerate(itertools.product(archs, HAZARDS))
     ]
     return [*HAZARDS, *moved]

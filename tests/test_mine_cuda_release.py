@@ -9,7 +9,6 @@ and 2.8.3 the case turns from a refusal into a silent no-op.
 
 from __future__ import annotations
 
-import dataclasses
 import tomllib
 
 import pytest
@@ -106,7 +105,7 @@ def test_te_1_13_guards_it(mined, release):
     # TE 1.13 accepts flash-attn <= 2.6.3, so 2.8.3 is refused at import; with a release it
     # accepts, its head-dim allowlist (sm80 / sm90 only above 192) guards the case, while FA2
     # stays selectable for the controls around it.
-    accepted = dataclasses.replace(verdict.hazard, kernel_version="2.6.3")
+    accepted = verdict.hazard.replace(kernel_version="2.6.3")
     report = verify_hazard(judges.selector, accepted)
     assert not report.reachable and report.controls.passed and not report.controls.failed
 

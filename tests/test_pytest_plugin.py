@@ -6,7 +6,6 @@ any project that installed the package; the selector is the real TE 2.20.2 relea
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 
@@ -116,7 +115,7 @@ def test_ids_say_what_sets_each_case_apart() -> None:
 
 
 def test_declared_hazards_come_from_the_working_directory_pyproject(tmp_path, monkeypatch):
-    declared = dataclasses.replace(TEA001, id="TEA010", architectures=((10, 0),))
+    declared = TEA001.replace(id="TEA010", architectures=((10, 0),))
     (tmp_path / "pyproject.toml").write_text(hazard_tables([declared]))
     monkeypatch.chdir(tmp_path)
     ids = [param.id for param in hazard_cases("TEA010", kinds=("witness",))]

@@ -6,7 +6,6 @@ Controls are the VALID ones: nearby inputs the backend must keep, so it must not
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 
 import pytest
@@ -92,7 +91,7 @@ def test_fixed_in_is_the_upper_bound_of_the_affected_releases():
 )
 def test_fixed_in_reads_the_specifier_as_packaging_does(affected):
     """`fixed_in` reads `affected` without `packaging.specifiers`; it must agree with it."""
-    evidence = dataclasses.replace(get_hazard("TEA004").evidence, affected=affected)
+    evidence = get_hazard("TEA004").evidence.replace(affected=affected)
     bounds = [s.version for s in SpecifierSet(affected) if s.operator == "<"]
     assert evidence.fixed_in == (min(bounds, key=Version) if bounds else None)
 
@@ -109,7 +108,7 @@ def test_affects_some_reads_the_specifier_as_packaging_does(affected):
     """`affects_some` reads `affected` without `packaging.specifiers`: it says "affected" of
     every span holding an affected version, and, for one ordered comparison or `==`, of no
     other span (other clauses it cannot exclude by, so it may say "affected" of more)."""
-    evidence = dataclasses.replace(get_hazard("TEA002").evidence, affected=affected)
+    evidence = get_hazard("TEA002").evidence.replace(affected=affected)
     specifier = SpecifierSet(affected, prereleases=True)
     exact = "," not in affected and affected[:2] not in ("!=", "~=")
     for lowest, highest in itertools.combinations_with_replacement(VERSIONS, 2):

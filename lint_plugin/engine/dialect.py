@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import dataclasses
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -326,7 +325,7 @@ class Dialect:
 
         These are the plain call's inputs; optional features stay at their defaults there.
         """
-        fields = {field.name for field in dataclasses.fields(Scenario)}
+        fields = set(Scenario.FIELDS)
         fields.update(self._scalar_inputs.values(), self.head_dim_fields)
         return frozenset((fields - set(OPTIONAL_FEATURES)) & self.param_fields)
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ast
 import itertools
-from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, NamedTuple
 
 from packaging.version import Version
@@ -44,14 +43,14 @@ from lint_plugin.engine.absint import (
 from lint_plugin.engine.dialect import Dialect
 from lint_plugin.engine.interpreter import Facts
 from lint_plugin.engine.program import Program, body_statements, is_falsy_constant
+from selector_patch.records import Record
 from selector_patch.roles import FLASH_FALLBACK, ROLES
 
 #: Roles TE tells apart by the returned flash version.
 FLASH_ROLES = tuple(name for name, role in ROLES.items() if role.flash_major is not None)
 
 
-@dataclass(frozen=True)
-class FlashVersion:
+class FlashVersion(Record):
     """The value of a flash role's version expression (`FlashAttentionUtils.fa4_version`).
 
     Truthy like a `PkgVersion`. It is ordered against a `packaging` version only where the

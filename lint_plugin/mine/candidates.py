@@ -13,7 +13,6 @@ declaring).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Iterable, Sequence
 
 from lint_plugin.mine.devices import ARCHITECTURES, Arch
@@ -141,7 +140,7 @@ def matches(
     """
     own = tuple(arch for arch in hazard.architectures if arch not in stated_elsewhere)
     if own:
-        hazard = dataclasses.replace(hazard, architectures=own)
+        hazard = hazard.replace(architectures=own)
     field = PACKAGE_FIELD[hazard.backend]
     for other in known:
         if other.backend != hazard.backend or set(other.architectures) != set(hazard.architectures):

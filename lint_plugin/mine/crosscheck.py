@@ -18,7 +18,6 @@ case is guarded there, saying so.
 from __future__ import annotations
 
 import ast
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -135,7 +134,7 @@ def crosscheck(found: Sequence[Case], judges: Judges, known: Sequence[Hazard]) -
         hazard = candidate(case, mapped)
         by_arch: dict[Arch, Judgement] = {}
         for arch in hazard.architectures:
-            one = dataclasses.replace(hazard, architectures=(arch,))
+            one = hazard.replace(architectures=(arch,))
             key = same_hazard(one)
             if key not in judged:
                 judged[key] = judges.judge(one)

@@ -11,7 +11,6 @@ write it; the few value shapes of a hazard are written here.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from typing import Any, Iterable, Sequence
@@ -44,11 +43,11 @@ def declarations(verdicts: Sequence[Verdict], taken: Iterable[str]) -> dict[tupl
         evidence = hazard.evidence
         if others[key]:
             also = f"; also {', '.join(others[key])}"
-            evidence = dataclasses.replace(evidence, reference=evidence.reference + also)
+            evidence = evidence.replace(reference=evidence.reference + also)
         hazard_id = next(free, None)
         if hazard_id is None:
             raise ValueError("no free TEA0NN hazard id left")
-        declared[key] = dataclasses.replace(hazard, id=hazard_id, evidence=evidence)
+        declared[key] = hazard.replace(id=hazard_id, evidence=evidence)
     return declared
 
 

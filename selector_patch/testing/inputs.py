@@ -19,13 +19,12 @@ variables and installed packages, not in this project's `Scenario`. `request_of`
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Mapping
 
 from selector_patch.scenario import Scenario
 
 DEFAULT = Scenario()
-SCENARIO_FIELDS = tuple(field.name for field in dataclasses.fields(Scenario))
+SCENARIO_FIELDS = Scenario.FIELDS
 #: `AttentionParams` names of facts a `Scenario` holds under another name.
 ALIASES = {"is_training": "training", "requires_backward": "backward"}
 #: Sets both head dims, unless `head_dim_qk` / `head_dim_v` are given too.

@@ -4,9 +4,9 @@ the two ways a run stops short (an expression that never completes, a budget spe
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from lint_plugin.engine.absint import State, Value, unknown
+from selector_patch.records import Record
 
 
 class Unreachable(Exception):
@@ -18,8 +18,7 @@ class Unreachable(Exception):
 RAISES = unknown()
 
 
-@dataclass(frozen=True)
-class LocalFunction:
+class LocalFunction(Record):
     """The `const` of a name bound to a helper defined inside the selector."""
 
     node: ast.FunctionDef

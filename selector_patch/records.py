@@ -1,0 +1,118 @@
+"""Immutable records, declared like frozen dataclasses, made without writing code at import.
+
+`dataclasses.dataclass` writes each class's `__init__`, `__eq__`, `__hash__`, `__repr__` and
+frozen `__setattr__` as source text and compiles it when the module is imported. flake8 imports
+the hazard registry and its vocabulary on every run that meets a selector (`lint_plugin.checks`),
+and those are records: a `Scenario` of fifty-five inputs, its `Condition`s, a `Hazard` and its
+`Evidence`. As dataclasses they cost such a run some 50 M instructions before it analyses
+anything, a sixth of what TEA may add to flake8 in all. A `Record` subclass is declared the same
+way (annotated fields, defaults as class attributes, an optional `__post_init__`) and gets its
+methods from here, generic over the class's field names, which the subclass learns once when it
+is defined.
+
+Equality, hashing and `repr` are a frozen dataclass's: the fields in order, compared and hashed
+as a tuple, only between instances of the same class. What `dataclasses.fields`, `replace` and
+`asdict` did is `FIELDS`, `replace` and `as_dict`.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, ClassVar
+
+
+class FrozenRecordError(AttributeError):
+    """An assignment to a record's field (records are immutable)."""
+
+
+class Record:
+    """Base class of immutable records (see the module docstring)."""
+
+    #: The field names, in declaration order (a base class's first).
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+    #: The fields that have a default, and it.
+    DEFAULTS: ClassVar[dict[str, Any]] = {}
+    #: The fields without a default.
+    _required: ClassVar[tuple[str, ...]] = ()
+    #: The fields' values of a record as a tuple, read in C (`operator.attrgetter`).
+    _values: ClassVar[Callable[[Any], tuple[Any, ...]]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        fields = list(cls.FIELDS)
+        for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+            if "ClassVar" not in str(annotation) and name not in fields:
+                fields.append(name)
+        cls.FIELDS = tuple(fields)
+        cls.DEFAULTS = {name: getattr(cls, name) for name in fields if hasattr(cls, name)}
+        cls._required = tuple(name for name in fields if name not in cls.DEFAULTS)
+        getter = operator.attrgetter(*fields) if fields else (lambda record: ())
+        cls._values = staticmethod(getter if len(fields) != 1 else lambda r: (getter(r),))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        fields = self.FIELDS
+        if len(args) > len(fields):
+            raise TypeError(
+                f"{type(self).__name__}() takes {len(fields)} arguments, {len(args)} given"
+            )
+        given = dict(zip(fields, args))
+        for name, value in kwargs.items():
+            if name not in fields:
+                raise TypeError(f"{type(self).__name__}() got an unexpected argument {name!r}")
+            if name in given:
+                raise TypeError(f"{type(self).__name__}() got {name!r} twice")
+            given[name] = value
+        missing = [name for name in self._required if name not in given]
+        if missing:
+            raise TypeError(f"{type(self).__name__}() missing {', '.join(map(repr, missing))}")
+        values = self.__dict__
+        values.update(self.DEFAULTS)
+        values.update(given)
+        post_init = getattr(self, "__post_init__", None)
+        if post_init is not None:
+            post_init()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values(self) == self._values(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values(self))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.FIELDS)
+        return f"{type(self).__qualname__}({fields})"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenRecordError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenRecordError(f"cannot delete field {name!r}")
+
+    def _set(self, name: str, value: Any) -> None:
+        """Set a field while the record is being made (in `__post_init__`)."""
+        self.__dict__[name] = value
+
+    def replace(self, **changes: Any) -> Record:
+        """A copy with `changes` (`dataclasses.replace`)."""
+        values = {name: getattr(self, name) for name in self.FIELDS}
+        values.update(changes)
+        return type(self)(**values)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields by name, records in them (in tuples, lists and dicts too) as dicts
+        (`dataclasses.asdict`)."""
+        return {name: _plain(getattr(self, name)) for name in self.FIELDS}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.as_dict()
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
+        return type(value)(*(_plain(item) for item in value))
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plain(item) for item in value)
+    if isinstance(value, dict):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    return value
