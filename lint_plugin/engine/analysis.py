@@ -59,8 +59,10 @@ from lint_plugin.engine.dispatch import (
 from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
 from lint_plugin.engine.kernel_calls import kernel_facts
 from lint_plugin.engine.program import Program, body_statements, function_index
+from lint_plugin.engine.settled import Settled
 from lint_plugin.engine.slicing import Slice
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
+from selector_patch.roles import FLASH_FALLBACK
 from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Scenario, expressible
 
 #: No facts beyond a witness's own.
@@ -92,6 +94,7 @@ class Selector:
         self.dialect = Dialect(function, module)
         self._witnesses: dict[int, tuple[Hazard, list[Scenario]]] = {}
         self._facts: dict[tuple[int, ...], tuple[tuple[object, ...], Facts]] = {}
+        self._settled: dict[str, Settled | None] = {}
 
     @functools.cached_property
     def shape(self) -> ReturnShape | None:
@@ -108,9 +111,7 @@ class Selector:
             )
         return cached[1]
 
-    def facts(
-        self, hazard: Hazard, witnesses: Sequence[Scenario], given: Facts = NOTHING
-    ) -> Facts:
+    def facts(self, hazard: Hazard, witnesses: Sequence[Scenario], given: Facts = NOTHING) -> Facts:
         """`witness_facts`, made once per hazard, witnesses and given facts: the strategy asks
         for a witness's facts to try its proofs on it, and again to run it. Told apart by
         identity (the witnesses are mostly this selector's own, `witnesses`), and kept alive
@@ -146,6 +147,21 @@ class Selector:
             for site in state.vars[flag].disablers
             if not site.deps & others
         ]
+
+    def settled(self, role: str) -> Settled | None:
+        """Where a run about `role`'s backend may stop (`settled`), made once per role; None
+        where none may: FA2 in a selector that returns its flash version, since TE runs
+        flash-attn 2's code path for any version that is not FA3's or FA4's."""
+        if role not in self._settled:
+            flag, shape = self.dialect.flag(role), self.shape if role in FLASH_ROLES else None
+            if shape is None:
+                self._settled[role] = Settled(self.program, flag)
+            elif role == FLASH_FALLBACK:
+                self._settled[role] = None
+            else:
+                versions = {r: v for r in FLASH_ROLES if (v := self.dialect.version(r))}
+                self._settled[role] = Settled(self.program, flag, role, shape.version, versions)
+        return self._settled[role]
 
     @functools.cached_property
     def relevant(self) -> Slice:
@@ -679,11 +695,15 @@ def _enabled(
     """Why the backend may still run at the returns of one witness (empty: it cannot).
 
     A selector that returns its flash version is asked what TE dispatches on (`dispatch`);
-    otherwise the backend's flag at a return is the selection.
+    otherwise the backend's flag at a return is the selection. A run ends where the answer is
+    settled (`settled`).
     """
     shape = prepared.shape if role in FLASH_ROLES else None
+    settled = prepared.settled(role)
+    stop = None if settled is None else settled.off
     if shape is None:
-        returns = Interpreter(prepared.program, facts, observer, prepared.relevant).run()
+        interpreter = Interpreter(prepared.program, facts, observer, prepared.relevant)
+        returns = interpreter.run(stop=stop)
         return [s.vars[flag] for s in returns if flag in s.vars and s.vars[flag].truth is not False]
     split = None if shape.split_at is None else (shape.split_at, partition(shape.flags.values()))
     pending: list[dict[str, bool | None]] = [{role: True}]
@@ -691,7 +711,7 @@ def _enabled(
         installed = pending.pop()
         run_facts = package_facts(facts, prepared.dialect, installed)
         interpreter = Interpreter(prepared.program, run_facts, observer, prepared.relevant)
-        returns = interpreter.run(split=split)
+        returns = interpreter.run(split=split, stop=stop)
         enabled, undecided = [], set()
         for state, package in selecting_states(returns, shape, role):
             if package is None or prepared.dialect.installed(package) is None:

@@ -35,6 +35,9 @@ STATEMENT_BUDGET = 200_000
 
 #: Where `Interpreter.run` starts splitting a run (a top-level statement), and how to split.
 Split = tuple[ast.stmt, Callable[[list[State]], list[State]]]
+#: Whether `Interpreter.run` may end before a top-level statement (its index), with the states
+#: that reach it.
+Stop = Callable[[int, list[State]], bool]
 
 
 class AnalysisBudgetExceeded(Exception):
@@ -121,32 +124,41 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
 
     # ---------------------------------------------------------------- entry point
 
-    def run(self, state: State | None = None, split: Split | None = None) -> list[State]:
+    def run(
+        self, state: State | None = None, split: Split | None = None, stop: Stop | None = None
+    ) -> list[State]:
         """Execute the function; the states at each reachable return (falling off included).
 
         With `split = (statement, partition)`, from that top-level statement on, each top-level
         statement runs separately on each of the states `partition` makes of the current ones:
-        path sensitivity for a correlation that joining the paths would lose.
+        path sensitivity for a correlation that joining the paths would lose. With `stop`, the
+        run ends before the first top-level statement at which `stop(index, states)` holds,
+        those states taken for where it falls off.
         """
         frame = self.frame = Frame([], 0)
-        body = self.program.function.body
         start = state or State(
             {
                 name: self.facts.params.get(name) or unknown(frozenset((name,)))
                 for name in self.program.inputs
             }
         )
-        if split is None:
-            ends = [self.block(body, start, frame)]
+        plan = self.plan(self.program.function.body)
+        if split is None and stop is None:
+            ends = [self.steps(plan, start, frame)]
         else:
-            statement, partition = split
-            index = body.index(statement)
-            plan = self.plan(body)
-            head = self.steps(plan[:index], start, frame)
-            ends = [] if head is None else [head]
-            for step in plan[index:]:
-                outcomes = (self.steps((step,), part, frame) for part in partition(ends))
-                ends = [end for end in outcomes if end is not None]
+            first = len(plan) if split is None else self.program.function.body.index(split[0])
+            ends = [start]
+            for index, step in enumerate(plan):
+                if stop is not None and stop(index, ends):
+                    break
+                if index < first:
+                    ends = [self.steps((step,), ends[0], frame)]
+                else:
+                    outcomes = (self.steps((step,), part, frame) for part in split[1](ends))
+                    ends = [end for end in outcomes if end is not None]
+                if not ends or ends == [None]:
+                    ends = []
+                    break
         return [returned for _, returned in frame.returns] + [e for e in ends if e is not None]
 
     # ---------------------------------------------------------------- dispatch

@@ -544,6 +544,10 @@ class Program:
         """What a node binds, the local objects it changes in place included."""
         return facts.stores | (facts.roots & self._locals)
 
+    def stored_bits(self, node: ast.AST) -> int:
+        """What `node` itself binds, in bits (`expression_write_bits` without helpers)."""
+        return self._stored(self.facts(node))
+
     def _names(self, kind: str, node: ast.AST, bits: int) -> frozenset[str]:
         """`bits` in names, once per kind of question and node."""
         cached = self._named.get((kind, node))

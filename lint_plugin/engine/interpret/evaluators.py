@@ -320,9 +320,14 @@ def _call(program: Program, node: ast.Call) -> Evaluator:
     name = local if local is not None else getattr(func, "attr", None)
     runs_helper = program.calls_helper(node)
     #: Evaluated for their effects alone, where the call is otherwise unknown.
-    arguments = [
-        evaluator(program, argument) for argument in (*node.args, *(k.value for k in node.keywords))
-    ] if runs_helper else []
+    arguments = (
+        [
+            evaluator(program, argument)
+            for argument in (*node.args, *(k.value for k in node.keywords))
+        ]
+        if runs_helper
+        else []
+    )
     method = (
         isinstance(func, ast.Attribute)
         and func.attr in PURE_METHODS
