@@ -56,6 +56,7 @@ from lint_plugin.engine.dispatch import (
     return_shape,
     selecting_states,
 )
+from lint_plugin.engine.guardable import guard_paths
 from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
 from lint_plugin.engine.kernel_calls import kernel_facts
 from lint_plugin.engine.program import Program, body_statements, function_index
@@ -383,6 +384,7 @@ class _Strategy:
       unless one of its architectures is leaky.
     - A hazard whose inputs no filter of its backend reads (`unfiltered`) will most likely
       reach it: its witnesses run alone first.
+    - So will one that no filter could guard (`guardable`): its first witness runs alone first.
     """
 
     def __init__(self, hazards: Sequence[Hazard], given: Facts) -> None:
@@ -392,6 +394,7 @@ class _Strategy:
         self.witness_first = False
         self.all_first = False
         self._proofs: dict[tuple[ast.FunctionDef, str], list[Facts]] = {}
+        self._guard_paths: dict[tuple[ast.FunctionDef, int], list[tuple[ast.expr, ...]]] = {}
 
     def proofs(self, prepared: Selector, backend: str) -> list[Facts]:
         """The facts of every run that found the backend off in this function, the joint run of
@@ -425,6 +428,42 @@ class _Strategy:
         flag = dialect.flag(hazard.backend)
         return not any(site.deps & deps for site in prepared.filters(flag))
 
+    def guardable(self, prepared: Selector, hazard: Hazard, witnesses: list[Scenario]) -> bool:
+        """Whether some filter could prove each of `witnesses` guarded: an `if` that can switch
+        the backend's flag off (or a flag it is `and`-ed from) under tests reading one of the
+        hazard's trigger inputs (`guardable.guard_paths`), none of which is false for the
+        witness's architecture and inputs, and none of which reads an input the witness leaves
+        unknown (such a test is never true for all of them)."""
+        key = (prepared.function, id(hazard))
+        paths = self._guard_paths.get(key)
+        if paths is None:
+            paths = self._guard_paths[key] = _guard_paths(prepared, hazard)
+        if not paths:
+            return False
+        program, dialect = prepared.program, prepared.dialect
+        holders = program.results_of(COMPUTE_CAPABILITY_QUERY)
+        deps = frozenset((COMPUTE_CAPABILITY,))
+        for witness in witnesses:
+            bound = {h: const(witness.compute_capability, deps) for h in holders}
+            params = witness_params(hazard, dialect, witness)
+            for field, value in params.items():
+                bound[dialect.field_expression(field)] = const(value, frozenset((field,)))
+            unknown_inputs = program.names.bits(
+                dialect.field_expression(field) for field in dialect.param_fields - params.keys()
+            )
+            interpreter = Interpreter(program, prepared.facts(hazard, [witness], self.given))
+            if not any(
+                all(
+                    program.calls_helper(test)
+                    or interpreter.eval(test, State(dict(bound))).truth is not False
+                    for test in path
+                )
+                for path in paths
+                if not any(program.read_bits(test) & unknown_inputs for test in path)
+            ):
+                return False
+        return True
+
     def _clear(self, prepared: Selector, backend: str) -> None:
         """Judge at once every hazard of the backend where it cannot run whatever the inputs.
 
@@ -456,6 +495,20 @@ class _Strategy:
     def keep(self, prepared: Selector, backend: str, facts: Facts) -> None:
         """Keep the facts of a run that found the backend off, as a proof."""
         self.proofs(prepared, backend).append(facts)
+
+
+def _guard_paths(prepared: Selector, hazard: Hazard) -> list[tuple[ast.expr, ...]]:
+    """`guardable.guard_paths` for the hazard: its backend's flag and what that is `and`-ed
+    from, the names derived from its trigger inputs (the backward's signal among them)."""
+    dialect, program = prepared.dialect, prepared.program
+    flag = dialect.flag(hazard.backend)
+    witness = prepared.witnesses(hazard)[0]
+    fields = {
+        f for condition in hazard.triggers for f in dialect.bindings(condition.input, witness)
+    }
+    if any(condition.input == "backward" for condition in hazard.triggers):
+        fields |= {BACKWARD_FIELD, *program.results_of(GRAD_MODE_QUERY)}
+    return guard_paths(program, {flag, *dialect.sources(flag)}, program.derived_names(fields))
 
 
 def covers(wide: Facts, narrow: Facts) -> bool:
@@ -631,6 +684,16 @@ def _analyze_function(
 
     leaky = strategy.leaky
     unfiltered = bool(pending) and not expect_guarded and strategy.unfiltered(prepared, hazard)
+    if (
+        pending
+        and not (expect_guarded or unfiltered)
+        and not any(w.compute_capability in leaky for w in pending)  # they run alone first
+        and not strategy.guardable(prepared, hazard, pending)
+    ):
+        found = reaches(pending[0])
+        if found is not None:
+            return found
+        pending = pending[1:]
     first = expect_guarded or (
         strategy.all_first
         and not unfiltered

@@ -75,7 +75,7 @@ def _num_splits(
     function: ast.FunctionDef, dialect: Dialect, program: Program, role: str
 ) -> Anchor | None:
     flag = dialect.flag(role)
-    names = derived_names(function, program, {"num_splits"})
+    names = program.derived_names({"num_splits"})
     found: list[tuple[int, ast.If]] = []
 
     def visit(body: list[ast.stmt], depth: int, under_test: bool) -> None:
@@ -103,7 +103,7 @@ def _compute_capability(
     function: ast.FunctionDef, dialect: Dialect, program: Program, role: str
 ) -> Anchor | None:
     flags = set(dialect.roles().values())
-    capability = _capability_names(function, program)
+    capability = _capability_names(program)
     filters = [
         stmt
         for stmt in function.body
@@ -218,49 +218,12 @@ def _last_import(module: ast.Module, before: ast.stmt) -> ast.stmt | None:
     return imports[-1] if imports else None
 
 
-def derived_names(function: ast.FunctionDef, program: Program, seeds: set[str]) -> set[str]:
-    """Local names whose value is computed from `seeds` (names, or `AttentionParams` fields).
-
-    A name is derived when some assignment to it reads a seed or a derived name; the closure
-    follows `x = attention_params.head_dim_qk` and `fa2_padded_head_dim = max(...)` alike. A
-    comprehension's variable is the comprehension's own, not the assignment's: TE 1.x's
-    `run_config = {..., "cudnn_version": ".".join([str(i) for i in cudnn_version])}` beside
-    the compute capability derives `run_config`, not the `i` of every other comprehension.
-    """
-    derived = set(seeds)
-    assignments = [
-        (
-            program.assigned(node) - _comprehension_variables(node.value),
-            set(program.reads(node.value)[0]) | program.reads(node.value)[1],
-        )
-        for node in function_index(function).assignments
-    ]
-    changed = True
-    while changed:
-        changed = False
-        for targets, reads in assignments:
-            if reads & derived and not targets <= derived:
-                derived |= targets
-                changed = True
-    return derived
-
-
-def _comprehension_variables(node: ast.AST) -> set[str]:
-    return {
-        name.id
-        for generator in ast.walk(node)
-        if isinstance(generator, ast.comprehension)
-        for name in ast.walk(generator.target)
-        if isinstance(name, ast.Name)
-    }
-
-
 def _head_dim(function: ast.FunctionDef, dialect: Dialect, program: Program) -> Anchor | None:
     flag = dialect.flag("FA2")
     if flag is None:
         return None
-    head_dims = derived_names(function, program, set(dialect.head_dim_fields))
-    capability = _capability_names(function, program)
+    head_dims = program.derived_names(set(dialect.head_dim_fields))
+    capability = _capability_names(program)
     candidates = [
         stmt
         for stmt in statements(function.body)
@@ -280,7 +243,7 @@ def _determinism(function: ast.FunctionDef, dialect: Dialect, program: Program) 
     for stmt in statements(function.body):
         if _recombines(stmt, flags, gates):
             return Anchor(stmt, "before")
-    deterministic = derived_names(function, program, {dialect.input_expression("deterministic")})
+    deterministic = program.derived_names({dialect.input_expression("deterministic")})
     filters = [
         stmt
         for stmt in function.body
@@ -307,9 +270,9 @@ def _recombines(stmt: ast.stmt, flags: set[str], gates: set[str]) -> bool:
     return target in operands and bool(operands & (gates - {target}))
 
 
-def _capability_names(function: ast.FunctionDef, program: Program) -> set[str]:
+def _capability_names(program: Program) -> set[str]:
     """Names holding (or computed from) the hardware query's compute capability."""
-    return derived_names(function, program, set(program.results_of(COMPUTE_CAPABILITY_QUERY)))
+    return program.derived_names(set(program.results_of(COMPUTE_CAPABILITY_QUERY)))
 
 
 def _reads(node: ast.AST, program: Program) -> set[str]:

@@ -489,14 +489,19 @@ class Dialect:
         FA4 off too.
         """
         flags = set(self.roles().values())
-        found = set(flags)
+        return frozenset(flags.union(*(self.sources(flag) for flag in flags)))
+
+    def sources(self, flag: str) -> frozenset[str]:
+        """The names `flag` is assigned an `and` of, or assigned outright (TE 2.x's
+        `use_flash_attention_4 = use_flash_attention and ...`): off, they switch it off too."""
+        found = set()
         for node in function_index(self.function).assignments:
-            if not any(isinstance(t, ast.Name) and t.id in flags for t in node.targets):
+            if not any(isinstance(t, ast.Name) and t.id == flag for t in node.targets):
                 continue
             value = node.value
-            operands = value.values if isinstance(value, ast.BoolOp) else [value]
             if isinstance(value, ast.BoolOp) and not isinstance(value.op, ast.And):
                 continue
+            operands = value.values if isinstance(value, ast.BoolOp) else [value]
             found.update(o.id for o in operands if isinstance(o, ast.Name))
         return frozenset(found)
 

@@ -624,15 +624,16 @@ class Program:
 
         A filter is exactly that: a statement that can switch a backend flag off.
         """
-        return self._names("kills", node, self._kill_bits(node))
+        return self._names("kills", node, self.kill_bits(node))
 
-    def _kill_bits(self, node: ast.AST) -> int:
+    def kill_bits(self, node: ast.AST) -> int:
+        """`kills`, in bits."""
         cached = self._kills.get(node)
         if cached is None:
             self._kills[node] = 0  # a helper that calls itself adds nothing new
             killed = self.facts(node).falsified
             for helper in self.called_helpers(node):
-                killed |= self._kill_bits(helper.node) & self.names.bits(helper.nonlocals)
+                killed |= self.kill_bits(helper.node) & self.names.bits(helper.nonlocals)
             cached = self._kills[node] = killed
         return cached
 
@@ -640,7 +641,7 @@ class Program:
         """Names the then-branch of an `if` can switch off."""
         killed = 0
         for stmt in node.body:
-            killed |= self._kill_bits(stmt)
+            killed |= self.kill_bits(stmt)
         return self._names("body_kills", node, killed)
 
     def branch_keys(self, node: ast.If) -> frozenset[str]:
@@ -684,6 +685,42 @@ class Program:
                 written |= self.write_bits(inner) & nonlocals
         return written
 
+    def derived_names(self, seeds: Iterable[str]) -> set[str]:
+        """Local names whose value is computed from `seeds` (names, or `AttentionParams` fields).
+
+        A name is derived when some assignment to it reads a seed or a derived name; the closure
+        follows `x = attention_params.head_dim_qk` and `fa2_padded_head_dim = max(...)` alike. A
+        comprehension's variable is the comprehension's own, not the assignment's: TE 1.x's
+        `run_config = {..., "cudnn_version": ".".join([str(i) for i in cudnn_version])}` beside
+        the compute capability derives `run_config`, not the `i` of every other comprehension.
+        """
+        derived = self.names.bits(seeds)
+        changed = True
+        while changed:
+            changed = False
+            for targets, reads in self._derivations:
+                if reads & derived and targets & ~derived:
+                    derived |= targets
+                    changed = True
+        return set(self.names.named(derived))
+
+    @functools.cached_property
+    def _derivations(self) -> list[tuple[int, int]]:
+        """Per assignment with a plain name among its targets: what it binds (its value's
+        comprehension variables left out) and what its value reads, fields included."""
+        names, found = self.names, []
+        for node in function_index(self.function).assignments:
+            # Plain names, the usual targets, load nothing: the statement reads what its value
+            # reads, and its facts are at hand.
+            plain = all(type(target) is ast.Name for target in node.targets)
+            value = self.facts(node if plain else node.value)
+            targets = self._stored(self.facts(node))
+            named = names.bits(name for target in node.targets for name in target_names(target))
+            if targets & ~named:  # a comprehension's variable, or a walrus, bound in the value
+                targets &= ~names.bits(_comprehension_variables(node))
+            found.append((targets, value.loads | names.bits(value.fields)))
+        return found
+
     def mutated(self, stmt: ast.Expr) -> list[str]:
         """The local object a statement like `reasons.append(...)` changes in place.
 
@@ -716,6 +753,16 @@ class Program:
                 )
             self._raises[stmt] = cached
         return cached
+
+
+def _comprehension_variables(node: ast.Assign) -> set[str]:
+    return {
+        name.id
+        for generator in ast.walk(node.value)
+        if isinstance(generator, ast.comprehension)
+        for name in ast.walk(generator.target)
+        if isinstance(name, ast.Name)
+    }
 
 
 def _callee(call: ast.Call) -> str | None:
