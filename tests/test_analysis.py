@@ -31,7 +31,8 @@ from lint_plugin.engine.dialect import Dialect, find_selectors
 from lint_plugin.engine.interpreter import AnalysisBudgetExceeded, Facts, Interpreter
 from lint_plugin.engine.program import Program, descendants
 from lint_plugin.engine.slicing import Slice
-from lint_plugin.rules import RULES, te2_example
+from lint_plugin.rule_examples import te2_example
+from lint_plugin.rules import RULES
 from selector_patch.registry import HAZARDS, Hazard, get_hazard
 from selector_patch.scenario import Scenario
 

@@ -11,7 +11,7 @@ import pytest
 from lint_plugin.engine import interpreter
 from lint_plugin.engine.analysis import analyze_hazard, selector
 from lint_plugin.engine.guardable import guard_paths
-from lint_plugin.rules import te2_example
+from lint_plugin.rule_examples import te2_example
 from selector_patch.registry import get_hazard
 
 #: TE 2.20.2's SM 10.x head-dim-256 filters: none is true for the seqused hazards' witnesses.

@@ -18,7 +18,7 @@ The two fuzzers apply the same judges to every selector they make: `test_fuzz_sp
 every rewrite, `test_fuzz_differential` to every mutant and kept regression
 (`fuzz_regressions/`), sharing the harness run each makes anyway.
 
-The rule examples of `lint_plugin.rules` are not among them: none is a whole selector the harness
+The rule examples of `lint_plugin.rule_examples` are not among them: none is a whole selector the harness
 can run (they have no `AttentionParams` dataclass and return two flags); `test_rules` judges them.
 Where the harness cannot run a fixture (`UNRUNNABLE`: the codemod's pairs are fragments of
 selectors, `vendor_device` a fork for another vendor's GPU), the two static judges must agree

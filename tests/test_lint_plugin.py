@@ -17,7 +17,7 @@ from lint_plugin.engine import analysis
 from lint_plugin.engine.program import function_index
 from lint_plugin.engine.interpreter import AnalysisBudgetExceeded
 from lint_plugin.plugin import TeaChecker
-from lint_plugin.rules import FA4_INVALID
+from lint_plugin.rule_examples import FA4_INVALID
 
 
 def flake8(path, *args: str) -> list[str]:

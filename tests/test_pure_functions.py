@@ -2,7 +2,7 @@
 
 Only code that can neither see nor change the caller's state qualifies; anything else stays an
 unknown call. The end-to-end use, TE's own `get_qkv_format` deciding TE 2.18's THD filter, is
-a VALID example of TEA006 / TEA007 (`lint_plugin.rules`, run by `tests/test_rules.py`) and the
+a VALID example of TEA006 / TEA007 (`lint_plugin.rule_examples`, run by `tests/test_rules.py`) and the
 2.15 - 2.18 verdicts of `test_analysis_corpus.py`.
 """
 
@@ -13,7 +13,7 @@ import ast
 import pytest
 
 from lint_plugin.engine.pure_functions import pure_functions
-from lint_plugin.rules import _GET_QKV_FORMAT
+from lint_plugin.rule_examples import _GET_QKV_FORMAT
 
 PURE_NAMES = {"len", "max", "_LAYOUTS"}
 

@@ -1,8 +1,8 @@
 """Every rule's own VALID / INVALID example selectors, run through the flake8 plugin (fixit style).
 
 An INVALID example must be reported with its rule's code, a VALID one must not; neither may
-produce an internal-failure code. Adding an example to a rule in `lint_plugin/rules.py` adds a
-case here.
+produce an internal-failure code. Adding an example to a rule in `lint_plugin/rule_examples.py`
+adds a case here.
 """
 
 from __future__ import annotations

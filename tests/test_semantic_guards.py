@@ -6,7 +6,7 @@ and the FA4 determinism guard calls a module-level predicate, or a module-level 
 statements. The harness (`verify`) says each
 hazard is not reachable; the static judges (flake8 and the codemod) must agree: silent, and
 `already-guarded` with nothing inserted. The small shapes are the rules' own examples
-(`lint_plugin.rules`, run by `tests/test_rules.py`).
+(`lint_plugin.rule_examples`, run by `tests/test_rules.py`).
 """
 
 from __future__ import annotations

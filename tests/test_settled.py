@@ -17,7 +17,7 @@ from lint_plugin.engine.analysis import analyze_hazard, compute_capability, sele
 from lint_plugin.engine.interpreter import Facts, Interpreter
 from lint_plugin.engine.program import Program
 from lint_plugin.engine.settled import Settled
-from lint_plugin.rules import te2_example
+from lint_plugin.rule_examples import te2_example
 from selector_patch.registry import get_hazard
 
 PRELUDE = """

@@ -178,21 +178,31 @@ def join(a: Value, b: Value) -> Value:
     """The least value that describes both `a` and `b`.
 
     Joins run at every merge point of every witness run, and most join a value with an equal
-    one: `a` itself is returned then, without building a new value.
+    one: `a` itself is returned then, without building a new value. Written out without calls
+    of its own (`_same_const` and `_union` only where the parts differ).
     """
     if a is b:
         return a
-    const = a.const if a.const is b.const or _same_const(a.const, b.const) else UNKNOWN
+    mine, theirs = a.const, b.const
+    if mine is theirs:
+        const = mine
+    elif mine is UNKNOWN or theirs is UNKNOWN or type(mine) is not type(theirs):
+        const = UNKNOWN
+    else:
+        const = mine if _same_const(mine, theirs) else UNKNOWN
     truth = a.truth if a.truth is b.truth else None
-    # Most parts are the very same object on both sides: no call then.
-    deps = a.deps if a.deps is b.deps else _union(a.deps, b.deps)
-    enablers = a.enablers if a.enablers is b.enablers else _union(a.enablers, b.enablers)
-    disablers = a.disablers if a.disablers is b.disablers else _union(a.disablers, b.disablers)
+    deps, enablers, disablers = a.deps, a.enablers, a.disablers
+    if b.deps is not deps:
+        deps = _union(deps, b.deps)
+    if b.enablers is not enablers:
+        enablers = _union(enablers, b.enablers)
+    if b.disablers is not disablers:
+        disablers = _union(disablers, b.disablers)
     choices = None
     if const is UNKNOWN and (a.choices is not None or b.choices is not None):
         choices = _joined_choices(a, b)
     if (
-        const is a.const
+        const is mine
         and truth is a.truth
         and deps is a.deps
         and enablers is a.enablers
@@ -246,12 +256,17 @@ class State:
         self.path = path
 
     def copy(self) -> "State":
-        return State(dict(self.vars), self.path)
+        copy = _new_state(State)  # every undecided `if` copies: no `__init__` call
+        copy.vars, copy.path = dict(self.vars), self.path
+        return copy
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, State) and self.vars == other.vars and self.path == other.path
 
     __hash__ = None  # type: ignore[assignment]
+
+
+_new_state = object.__new__
 
 
 def join_states(

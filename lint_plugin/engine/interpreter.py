@@ -164,14 +164,22 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
     # ---------------------------------------------------------------- dispatch
 
     def block(self, body: list[ast.stmt], state: State | None, frame: Frame) -> State | None:
-        return self.steps(self.plan(body), state, frame)
+        entry = self._plans.get(id(body))
+        if entry is None or entry[0] is not body:
+            entry = self._plan_entry(body)
+        return self.steps(entry[1], state, frame)
 
     def plan(self, body: list[ast.stmt]) -> tuple[Step, ...]:
         """`body` as this run's slice executes it (`Step`), made once per body and slice."""
         entry = self._plans.get(id(body))
-        if entry is None or entry[0] is not body:  # the id of a list no longer alive
-            entry = self._plans[id(body)] = (body, _plan(self.program, body, self.relevant))
+        if entry is None or entry[0] is not body:
+            entry = self._plan_entry(body)
         return entry[1]
+
+    def _plan_entry(self, body: list[ast.stmt]) -> tuple[list[ast.stmt], tuple[Step, ...]]:
+        """Kept with its body, so that the id of a list no longer alive finds no plan."""
+        entry = self._plans[id(body)] = (body, _plan(self.program, body, self.relevant))
+        return entry
 
     def steps(self, plan: tuple[Step, ...], state: State | None, frame: Frame) -> State | None:
         for stmt, execute, raising, callee in plan:

@@ -229,72 +229,80 @@ class _Walker:
         todo = list(node) if type(node) is list else [node]
         pop, push, fields_of = todo.pop, todo.append, _CHILD_FIELDS.get
         known, bit_of = names.bit.get, names.of
+        Name, Constant, Attribute, Load, Store, Node = _WALKED  # locals: read on every node
         while todo:
             current = pop()
             kind = type(current)
-            if kind is ast.Name:
+            if kind is Name:
                 name = current.id
                 context = type(current.ctx)
-                if context is ast.Load:
+                if context is Load:
                     loads |= known(name) or bit_of(name)
                 else:
                     stores |= known(name) or bit_of(name)
                 if index:
                     self.text.add(name)
-                    if context is ast.Store:
+                    if context is Store:
                         self.stores.add(name)
                 continue  # no node below
-            if kind is ast.Attribute:
+            if kind is Constant:
+                continue  # nor here
+            if kind is Attribute:
                 value, attr = current.value, current.attr
-                dotted = dotted_name(current)
-                if type(current.ctx) is ast.Load:
+                named = type(value) is Name
+                dotted = f"{value.id}.{attr}" if named else dotted_name(current)
+                if type(current.ctx) is Load:
                     if dotted is not None:
                         loads |= known(dotted) or bit_of(dotted)
-                    if type(value) is ast.Name and value.id == parameter:
+                    if named and value.id == parameter:
                         fields.add(attr)
                 elif dotted is not None:
                     stores |= known(dotted) or bit_of(dotted)
-                if index and type(value) is ast.Name:
-                    self.text.add(f"{value.id}.{attr}")
+                if index and named:
+                    self.text.add(dotted)
                     if value.id == parameter:
                         self.fields.add(attr)
-            elif kind is ast.Subscript:
-                if type(current.ctx) is not ast.Load:
-                    root = current.value
-                    while isinstance(root, (ast.Attribute, ast.Subscript)):
-                        root = root.value
-                    if type(root) is ast.Name:
-                        roots |= names.of(root.id)
             elif kind is ast.Call:
-                if type(current.func) is ast.Name:
+                if type(current.func) is Name:
                     calls.add(current.func.id)
+            elif kind is ast.Subscript:
+                if type(current.ctx) is not Load:
+                    root = current.value
+                    while isinstance(root, (Attribute, ast.Subscript)):
+                        root = root.value
+                    if type(root) is Name:
+                        roots |= bit_of(root.id)
+            elif kind is ast.Compare:
+                if index:
+                    for side in (current.left, *current.comparators):
+                        if (dotted := dotted_name(side)) is not None:
+                            self.compared.add(dotted)
             elif kind is ast.Assign:
                 if is_falsy_constant(current.value):
                     falsified |= names.bits(n for t in current.targets for n in target_names(t))
-                if index and any(type(target) is ast.Name for target in current.targets):
+                if index and any(type(target) is Name for target in current.targets):
                     self.assignments.append(current)
             elif kind is ast.AnnAssign:
                 if is_falsy_constant(current.value):
                     falsified |= names.bits(target_names(current.target))
             elif kind is ast.NamedExpr:
                 walrus = True
-            elif kind is ast.Compare:
-                if index:
-                    for side in (current.left, *current.comparators):
-                        if (dotted := dotted_name(side)) is not None:
-                            self.compared.add(dotted)
             for field in fields_of(kind) or _child_fields(kind):
                 value = getattr(current, field, None)
                 if type(value) is list:
                     for item in value:
-                        if isinstance(item, ast.AST):
+                        if isinstance(item, Node):
                             push(item)
-                elif isinstance(value, ast.AST):
+                elif isinstance(value, Node):
                     push(value)
         return new_facts(
-            (loads, frozenset(fields) or EMPTY, stores, roots, frozenset(calls) or EMPTY)
-            + (falsified, walrus)
+            (loads, frozenset(fields) if fields else EMPTY, stores, roots)
+            + (frozenset(calls) if calls else EMPTY, falsified, walrus)
         )
+
+
+#: The node and context types `_Walker.walk` tests every node against.
+_WALKED = (ast.Name, ast.Constant, ast.Attribute, ast.Load, ast.Store, ast.AST)
 
 
 def _signature(definition: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> list:
@@ -441,6 +449,8 @@ def enclosing_statements(body: list[ast.stmt], target: ast.stmt) -> list[ast.stm
 
 def heads(stmt: ast.stmt) -> list[ast.AST]:
     """Expressions a compound statement evaluates itself, outside its blocks."""
+    if type(stmt) is ast.If:  # most of them
+        return [stmt.test]
     found: list[ast.AST] = []
     for name in ("test", "iter", "target", "subject"):
         value = getattr(stmt, name, None)
@@ -495,11 +505,14 @@ class Program:
         self._kills: dict[ast.AST, int] = {}
         self._writes: dict[ast.AST, int] = {}
         self._named: dict[tuple[str, ast.AST], frozenset[str]] = {}
+        self._branch_keys: dict[ast.If, frozenset[str]] = {}
         self._raises: dict[ast.AST, bool] = {}
         self._blocks: dict[ast.stmt, list[list[ast.stmt]]] = {}
-        #: Each expression and statement compiled once for every run (`interpret.evaluators`,
-        #: `interpret.statements`), and each body as a slice executes it (`Interpreter.plan`).
+        #: Each expression, condition and statement compiled once for every run
+        #: (`interpret.evaluators`, `.refinement`, `.statements`), and each body as a slice
+        #: executes it (`Interpreter.plan`).
         self.evaluators: dict[ast.AST, object] = {}
+        self.refiners: dict[ast.AST, object] = {}
         self.executors: dict[ast.stmt, object] = {}
         self.plans: dict[object, dict[int, tuple]] = {}
         #: `own_enablers`' answers, which every store of a possibly-true value asks.
@@ -646,9 +659,13 @@ class Program:
 
     def branch_keys(self, node: ast.If) -> frozenset[str]:
         """Names the two branches of an `if` can leave different: what they may bind, and what
-        its test reads (refined on each side, helpers' reads included)."""
-        keys = self.write_bits(node) | self.read_bits(node.test)
-        return self._names("branch_keys", node, keys)
+        its test reads (refined on each side, helpers' reads included). Asked at every join of
+        both: kept in names."""
+        keys = self._branch_keys.get(node)
+        if keys is None:
+            bits = self.write_bits(node) | self.read_bits(node.test)
+            keys = self._branch_keys[node] = self.names.named(bits)
+        return keys
 
     def writes(self, stmt: ast.stmt) -> frozenset[str]:
         """Names that executing `stmt` may rebind or mutate, local helpers' writes included."""

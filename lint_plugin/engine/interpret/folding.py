@@ -83,8 +83,13 @@ def sized(obj: Any) -> int | None:
 
 def compare_values(op: ast.cmpop, left: Value, right: Value) -> bool | None:
     """The comparison's outcome, when it is the same for whatever both sides may be."""
-    if left.const is not UNKNOWN and right.const is not UNKNOWN:
-        return compare_objects(op, left.const, right.const)
+    if left.const is not UNKNOWN:
+        if right.const is not UNKNOWN:
+            return compare_objects(op, left.const, right.const)
+        if right.choices is None:
+            return None
+    elif left.choices is None:
+        return None
     lefts, rights = alternatives(left), alternatives(right)
     if lefts is None or rights is None:
         return None

@@ -1,26 +1,43 @@
 """Refinement: a state restricted to the paths on which a condition has a given truthiness
-(`if x and y:` teaches the then-branch both are truthy; `cc == (9, 0)` makes `cc` known)."""
+(`if x and y:` teaches the then-branch both are truthy; `cc == (9, 0)` makes `cc` known).
+
+Every undecided test refines both branches, so a condition compiles into its refiner once per
+`Program`, as an expression does into its evaluator (`evaluators`): what kind of condition it is
+and which variable it narrows is worked out there, its operands' refiners and evaluators are
+called directly.
+"""
 
 from __future__ import annotations
 
 import ast
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from lint_plugin.engine.absint import (
     EMPTY,
     EMPTY_MAPPING,
+    UNKNOWN,
     State,
     Value,
     alternatives,
     choice,
     choice_set,
     const,
+    new_value,
     one_of,
     with_truth,
 )
+from lint_plugin.engine.interpret.evaluators import evaluator
 from lint_plugin.engine.interpret.folding import compare_objects, sized, state_key
 from lint_plugin.engine.interpret.frames import LocalFunction
 from lint_plugin.engine.predicates import expand
+from lint_plugin.engine.program import Program
+
+if TYPE_CHECKING:
+    from lint_plugin.engine.interpreter import Interpreter
+
+#: `refiner(interpreter, truth, state, operands)`: `state` restricted to the paths on which the
+#: condition has truthiness `truth` (None: none); see `Refinement.refine`.
+Refiner = Callable[["Interpreter", bool, State, Mapping[ast.AST, Value]], "State | None"]
 
 
 class Refinement:
@@ -40,46 +57,10 @@ class Refinement:
         """
         if state is None:
             return None
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return self.refine(node.operand, not truth, state, operands)
-        if isinstance(node, ast.BoolOp):
-            conjunction = isinstance(node.op, ast.And)
-            if truth is conjunction:  # every operand has this truthiness
-                for operand in node.values:
-                    state = self.refine(operand, truth, state)
-                    if state is None:
-                        return None
-                return state
-            undecided = [
-                v
-                for v in node.values
-                if (operands.get(v) or self.eval(v, state)).truth is not conjunction
-            ]
-            if not undecided:
-                return None
-            if len(undecided) == 1:
-                return self.refine(undecided[0], truth, state)
-            return state
-        if isinstance(node, ast.Compare) and len(node.ops) == 1:
-            return self._refine_compare(node, truth, state)
-        if isinstance(node, ast.NamedExpr):
-            return self._refine_name(node.target, truth, state)
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "bool"
-            and node.func.id not in state.vars
-            and len(node.args) == 1
-        ):
-            return self.refine(node.args[0], truth, state)
-        returned = self._returned_expression(node, state)
-        if returned is None:
-            returned = self._expanded(node, state)
-        if returned is not None:
-            return self.refine(returned, truth, state)
-        if state_key(node) is not None:
-            return self._refine_name(node, truth, state)
-        return state
+        compiled = self.program.refiners.get(node)
+        if compiled is None:
+            compiled = refiner(self.program, node)
+        return compiled(self, truth, state, operands)
 
     def _expanded(self, node: ast.AST, state: State) -> ast.expr | None:
         """A call of one of the module's predicates, as its expression (None for any other)."""
@@ -130,33 +111,12 @@ class Refinement:
             return body[0].value
         return None
 
-    def _refine_name(
-        self, node: ast.Name | ast.Attribute, truth: bool, state: State
-    ) -> State | None:
-        key = state_key(node)
-        current = state.vars.get(key) or self.eval(node, state)
+    def _refine_name(self, key: str, current: Value, truth: bool, state: State) -> State | None:
+        """`state` with the variable `key`, valued `current` there, of truthiness `truth`."""
         if current.truth is (not truth):
             return None
         if key not in self.facts.opaque:
             state.vars[key] = with_truth(current, truth)
-        return state
-
-    def _refine_compare(self, node: ast.Compare, truth: bool, state: State) -> State:
-        if self.choices:
-            state = self._narrow_choices(node, truth, state)
-        op = type(node.ops[0])
-        if state_key(node.left) is None:
-            return state
-        equal = {ast.Eq: truth, ast.Is: truth, ast.NotEq: not truth, ast.IsNot: not truth}.get(op)
-        if op in (ast.In, ast.NotIn) and truth is (op is ast.In):
-            container = self.eval(node.comparators[0], state)
-            if container.known and sized(container.const) == 1:
-                return self._restrict(node.left, [next(iter(container.const))], state)
-            return state
-        if equal:
-            other = self.eval(node.comparators[0], state)
-            if other.known:
-                return self._restrict(node.left, [other.const], state)
         return state
 
     def _narrow_choices(self, node: ast.Compare, truth: bool, state: State) -> State:
@@ -200,12 +160,132 @@ class Refinement:
             known = choice(choice_set(objs))
         else:
             known = const(objs[0]) if len(objs) == 1 else one_of(objs)
-        state.vars[key] = Value(
-            known.const,
-            known.truth,
-            current.deps,
-            current.enablers if known.truth is not False else EMPTY,
-            current.disablers if known.truth is not True else EMPTY,
-            known.choices,
+        state.vars[key] = new_value(
+            (
+                known.const,
+                known.truth,
+                current.deps,
+                current.enablers if known.truth is not False else EMPTY,
+                current.disablers if known.truth is not True else EMPTY,
+                known.choices,
+            )
         )
         return state
+
+
+def refiner(program: Program, node: ast.AST) -> Refiner:
+    """The refiner of `node`, compiled on first use and kept on `program`."""
+    compiled = program.refiners.get(node)
+    if compiled is None:
+        compiled = program.refiners[node] = _compile(program, node)
+    return compiled
+
+
+def _compile(program: Program, node: ast.AST) -> Refiner:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = refiner(program, node.operand)
+        return lambda interpreter, truth, state, operands: inner(
+            interpreter, not truth, state, operands
+        )
+    if isinstance(node, ast.BoolOp):
+        return _boolop(program, node)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        return _compare(program, node)
+    if isinstance(node, ast.NamedExpr):
+        return _name(program, node.target)
+    if isinstance(node, ast.Call):
+        return _call(program, node)
+    if state_key(node) is not None:
+        return _name(program, node)
+    return _unchanged
+
+
+def _unchanged(interpreter: Interpreter, truth: bool, state: State, operands) -> State:
+    return state
+
+
+def _boolop(program: Program, node: ast.BoolOp) -> Refiner:
+    """Every operand of a true `and` (a false `or`) has its truthiness; of a false `and`, the
+    one operand that can be false, where only one can."""
+    conjunction = isinstance(node.op, ast.And)
+    parts = [(v, refiner(program, v), evaluator(program, v)) for v in node.values]
+
+    def refine(interpreter: Interpreter, truth: bool, state: State, operands) -> State | None:
+        if truth is conjunction:  # every operand has this truthiness
+            for _, narrow, _ in parts:
+                state = narrow(interpreter, truth, state, EMPTY_MAPPING)
+                if state is None:
+                    return None
+            return state
+        undecided = [
+            narrow
+            for operand, narrow, value_of in parts
+            if (operands.get(operand) or value_of(interpreter, state)).truth is not conjunction
+        ]
+        if not undecided:
+            return None
+        if len(undecided) == 1:
+            return undecided[0](interpreter, truth, state, EMPTY_MAPPING)
+        return state
+
+    return refine
+
+
+def _compare(program: Program, node: ast.Compare) -> Refiner:
+    """A variable compared with `==` / `is` (or their negations) to a known value is that
+    value on the equal side; `in` a one-item container, that item. With choices in the run,
+    each side keeps only the choices that can give the test its truth."""
+    op, key = type(node.ops[0]), state_key(node.left)
+    other_of = evaluator(program, node.comparators[0])
+
+    def refine(interpreter: Interpreter, truth: bool, state: State, operands) -> State | None:
+        if interpreter.choices:
+            state = interpreter._narrow_choices(node, truth, state)
+        if key is None:
+            return state
+        if op in (ast.In, ast.NotIn):
+            if truth is (op is ast.In):
+                container = other_of(interpreter, state)
+                if container.const is not UNKNOWN and sized(container.const) == 1:
+                    return interpreter._restrict(node.left, [next(iter(container.const))], state)
+            return state
+        if truth is (op is ast.Eq or op is ast.Is) and op in _EQUALITIES:
+            other = other_of(interpreter, state)
+            if other.const is not UNKNOWN:
+                return interpreter._restrict(node.left, [other.const], state)
+        return state
+
+    return refine
+
+
+#: Comparisons that make one side known from the other: as they are, or negated.
+_EQUALITIES = (ast.Eq, ast.Is, ast.NotEq, ast.IsNot)
+
+
+def _name(program: Program, node: ast.Name | ast.Attribute) -> Refiner:
+    key, value_of = state_key(node), evaluator(program, node)
+
+    def refine(interpreter: Interpreter, truth: bool, state: State, operands) -> State | None:
+        current = state.vars.get(key) or value_of(interpreter, state)
+        return interpreter._refine_name(key, current, truth, state)
+
+    return refine
+
+
+def _call(program: Program, node: ast.Call) -> Refiner:
+    """`bool(x)` refines `x`; a local one-line helper or a module predicate, what it returns."""
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else None
+    wraps = refiner(program, node.args[0]) if name == "bool" and len(node.args) == 1 else None
+
+    def refine(interpreter: Interpreter, truth: bool, state: State, operands) -> State | None:
+        if wraps is not None and name not in state.vars:
+            return wraps(interpreter, truth, state, EMPTY_MAPPING)
+        returned = interpreter._returned_expression(node, state)
+        if returned is None:
+            returned = interpreter._expanded(node, state)
+        if returned is not None:
+            return interpreter.refine(returned, truth, state)
+        return state
+
+    return refine

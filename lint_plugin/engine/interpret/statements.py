@@ -25,6 +25,7 @@ from lint_plugin.engine.absint import (
 from lint_plugin.engine.interpret.evaluators import arithmetic, evaluator
 from lint_plugin.engine.interpret.folding import element_of, join_all_values, known_items
 from lint_plugin.engine.interpret.frames import Frame, LocalFunction, Loop
+from lint_plugin.engine.interpret.refinement import refiner
 from lint_plugin.engine.program import Program, target_names
 
 if TYPE_CHECKING:
@@ -330,7 +331,7 @@ def _if(program: Program, node: ast.If) -> Executor:
     """Both branches of an undecided test run, each on the state refined by the test's truth,
     and join where they meet; a decided one runs its branch alone."""
     test, body, orelse = node.test, node.body, node.orelse
-    test_of, keys = evaluator(program, test), program.branch_keys(node)
+    test_of, narrow = evaluator(program, test), refiner(program, test)
     negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
     call = test.operand if negated else test
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
@@ -370,8 +371,8 @@ def _if(program: Program, node: ast.If) -> Executor:
             elif truth is False:
                 then_in, else_in = None, state
             else:
-                then_in = interpreter.refine(test, True, state.copy(), operands)
-                else_in = interpreter.refine(test, False, state, operands)
+                then_in = narrow(interpreter, True, state.copy(), operands)
+                else_in = narrow(interpreter, False, state, operands)
         deps = value.deps
         if then_in is not None:
             then_in.path = then_in.path | deps
@@ -379,7 +380,10 @@ def _if(program: Program, node: ast.If) -> Executor:
             else_in.path = else_in.path | deps
         then_out = interpreter.block(body, then_in, frame)
         else_out = interpreter.block(orelse, else_in, frame) if orelse else else_in
-        merged = join_states(then_out, else_out, keys)
+        if then_out is None or else_out is None:
+            merged = then_out or else_out
+        else:
+            merged = join_states(then_out, else_out, interpreter.program.branch_keys(node))
         if (
             merged is not None
             and (then_in is None or then_out is not None)
