@@ -156,7 +156,8 @@ def with_truth(value: Value, truth: bool) -> Value:
 def with_deps(value: Value, deps: frozenset[str]) -> Value:
     if deps <= value.deps:
         return value
-    return value._replace(deps=value.deps | deps)
+    const, truth, mine, enablers, disablers, choices = value
+    return new_value((const, truth, mine | deps, enablers, disablers, choices))
 
 
 def _same_const(a: Any, b: Any) -> bool:

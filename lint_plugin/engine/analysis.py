@@ -352,14 +352,12 @@ class _AdmittingFilters(Observer):
         ]
         if not blocking:
             return
-        overrides = {compare: TRUE for compare in blocking}
-        truthy_flag = with_truth(flag, True)
-        for child in ast.walk(node.test):
-            if isinstance(child, ast.Name) and child.id == self.flag:
-                overrides[child] = truthy_flag
-        interpreter.overrides = overrides
+        # The flag on, and every blocking comparison true.
+        forced = state.copy()
+        forced.vars[self.flag] = with_truth(flag, True)
+        interpreter.overrides = {compare: TRUE for compare in blocking}
         try:
-            would_fire = interpreter.eval(node.test, state.copy()).truth is True
+            would_fire = interpreter.eval(node.test, forced).truth is True
         finally:
             interpreter.overrides = {}
         if would_fire:

@@ -107,8 +107,8 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
         #: The statement and frame executing now (provenance sites, helper calls).
         self.stmt: ast.stmt | None = None
         self.frame = Frame([], 0)
-        #: Values forced for particular nodes, for "what if" evaluations by observers.
-        self.overrides: dict[ast.AST, Value] = {}
+        #: Values forced for particular comparisons, for "what if" evaluations by observers.
+        self.overrides: dict[ast.Compare, Value] = {}
         #: When a list, every evaluated comparison is appended as (node, value).
         self.trace: list[tuple[ast.Compare, Value]] | None = None
         #: The `and` / `or` whose operand values are being kept, and them (an `if` test's:
@@ -209,8 +209,6 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
         return state
 
     def eval(self, node: ast.AST, state: State) -> Value:
-        if self.overrides and node in self.overrides:
-            return self.overrides[node]
         compiled = self.program.evaluators.get(node)
         if compiled is None:
             compiled = evaluator(self.program, node)

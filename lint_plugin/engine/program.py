@@ -512,6 +512,7 @@ class Program:
         #: (`interpret.evaluators`, `.refinement`, `.statements`), and each body as a slice
         #: executes it (`Interpreter.plan`).
         self.evaluators: dict[ast.AST, object] = {}
+        self.name_evaluators: dict[str, object] = {}
         self.refiners: dict[ast.AST, object] = {}
         self.executors: dict[ast.stmt, object] = {}
         self.plans: dict[object, dict[int, tuple]] = {}

@@ -34,18 +34,22 @@ class Binding:
         filters that may have switched a flag off.
         """
         site = None
-        enablers = value.enablers
+        enablers, disablers = value.enablers, value.disablers
         if enablers:
-            own = self.program.own_enablers_memo.get((name, enablers), _UNSEEN)
-            if own is _UNSEEN:
-                own = self.program.own_enablers(name, enablers)
-            if own is not None:
-                site = new_site((self.stmt, state.path | value.deps))
-                enablers = frozenset((*own, site))
-        disablers = value.disablers
+            if enablers is FRESH:  # a value made here (most stores): no site of its own yet
+                site = new_site((self.stmt, state.path | value.deps if value.deps else state.path))
+                enablers = frozenset((site,))
+            else:
+                own = self.program.own_enablers_memo.get((name, enablers), _UNSEEN)
+                if own is _UNSEEN:
+                    own = self.program.own_enablers(name, enablers)
+                if own is not None:
+                    site = new_site((self.stmt, state.path | value.deps))
+                    enablers = frozenset((*own, site))
         if FRESH_SITE in disablers:
-            site = site or new_site((self.stmt, state.path | value.deps))
-            disablers = (disablers - FRESH) | {site}
+            if site is None:
+                site = new_site((self.stmt, state.path | value.deps if value.deps else state.path))
+            disablers = frozenset((site,)) if disablers is FRESH else (disablers - FRESH) | {site}
         if enablers is not value.enablers or disablers is not value.disablers:
             value = new_value(
                 (value.const, value.truth, value.deps, enablers, disablers, value.choices)

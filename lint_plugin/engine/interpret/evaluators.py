@@ -10,8 +10,8 @@ call may run a local helper) is worked out then, and an evaluator calls its oper
 directly. What depends on the run (the state, the facts, the observer's overrides and trace) is
 read when it evaluates.
 
-An observer's "what if" (`Interpreter.overrides`) applies to names and comparisons, the nodes it
-forces; `Interpreter.trace` records comparisons.
+An observer's "what if" (`Interpreter.overrides`) applies to comparisons, the nodes it forces;
+`Interpreter.trace` records them. A name's evaluator serves every node of that name.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from lint_plugin.engine.absint import (
     Value,
     const,
     join,
+    new_value,
     unknown,
     with_deps,
     with_truth,
@@ -58,11 +59,11 @@ def evaluator(program: Program, node: ast.AST) -> Evaluator:
     return compiled
 
 
-def opaque_read(name: str, value: Value) -> Value:
+def opaque_read(name: frozenset[str], value: Value) -> Value:
     """A backend flag read where `Facts.opaque` names it: its truth unknown, and a dependency
-    on the flag itself, so that conditions can be told apart by which backends' flags they
-    read."""
-    return value._replace(const=UNKNOWN, truth=None, deps=value.deps | {name}, choices=None)
+    on the flag itself (`name`, as a set of one), so that conditions can be told apart by which
+    backends' flags they read."""
+    return new_value((UNKNOWN, None, value.deps | name, value.enablers, value.disablers, None))
 
 
 def _constant(program: Program, node: ast.Constant) -> Evaluator:
@@ -71,18 +72,25 @@ def _constant(program: Program, node: ast.Constant) -> Evaluator:
 
 
 def _name(program: Program, node: ast.Name) -> Evaluator:
+    """The evaluator of every node naming `node.id`, made on the first."""
     name = node.id
+    shared = program.name_evaluators.get(name)
+    if shared is None:
+        shared = program.name_evaluators[name] = _named(name)
+    return shared
+
+
+def _named(name: str) -> Evaluator:
+    read = frozenset((name,))
 
     def evaluate(interpreter: Interpreter, state: State) -> Value:
-        if interpreter.overrides and node in interpreter.overrides:
-            return interpreter.overrides[node]
         value = state.vars.get(name)
         if value is None:
             value = interpreter.facts.names.get(name)
             if value is None:
                 return unknown()
         if name in interpreter.facts.opaque:
-            return opaque_read(name, value)
+            return opaque_read(read, value)
         return value
 
     return evaluate
@@ -96,13 +104,13 @@ def _attribute(program: Program, node: ast.Attribute) -> Evaluator:
     if dotted is None:
         return lambda interpreter, state: unknown(base(interpreter, state).deps)
     parameter = node.value.id if _reads_parameter(program, node) else None
-    field, field_deps = node.attr, frozenset((node.attr,))
+    field, field_deps, read = node.attr, frozenset((node.attr,)), frozenset((dotted,))
 
     def evaluate(interpreter: Interpreter, state: State) -> Value:
         value = state.vars.get(dotted)
         if value is not None:
             if dotted in interpreter.facts.opaque:
-                return opaque_read(dotted, value)
+                return opaque_read(read, value)
             return value
         if parameter is not None and parameter not in state.vars:
             value = interpreter.facts.params.get(field)
