@@ -30,6 +30,7 @@ from lint_plugin.engine.absint import (
     Site,
     State,
     Value,
+    UNKNOWN,
     alternatives,
     const,
     join,
@@ -57,6 +58,7 @@ from lint_plugin.engine.dispatch import (
     selecting_states,
 )
 from lint_plugin.engine.guardable import guard_paths
+from lint_plugin.engine.indistinct import indistinct
 from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
 from lint_plugin.engine.kernel_calls import kernel_facts
 from lint_plugin.engine.program import Program, body_statements, function_index
@@ -70,6 +72,11 @@ from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Scenario, express
 NOTHING = Facts()
 #: The dependency that marks a value as computed from the device's compute capability.
 COMPUTE_CAPABILITY = "compute_capability"
+
+
+#: What a witness run answers: why the backend may still run at its returns (`_enabled`), and
+#: the filters that let its architecture through (`_AdmittingFilters.found`).
+Outcome = tuple[list[Value], list[ast.Compare]]
 
 
 class HazardVerdict(NamedTuple):
@@ -393,6 +400,9 @@ class _Strategy:
         self.all_first = False
         self._proofs: dict[tuple[ast.FunctionDef, str], list[Facts]] = {}
         self._guard_paths: dict[tuple[ast.FunctionDef, int], list[tuple[ast.expr, ...]]] = {}
+        self._outcomes: list[tuple[tuple[ast.FunctionDef, str, frozenset[str], Facts], Outcome]] = (
+            []
+        )
 
     def proofs(self, prepared: Selector, backend: str) -> list[Facts]:
         """The facts of every run that found the backend off in this function, the joint run of
@@ -425,6 +435,34 @@ class _Strategy:
             deps.add(BACKWARD_FIELD)
         flag = dialect.flag(hazard.backend)
         return not any(site.deps & deps for site in prepared.filters(flag))
+
+    def outcome(
+        self, prepared: Selector, flag: str, triggers: frozenset[str], facts: Facts
+    ) -> Outcome | None:
+        """What a witness run of `flag` with these `facts` (and these trigger inputs, which the
+        filters it reports are judged by) answered, where one ran whose facts differ only in
+        inputs the selector cannot tell apart (`indistinct`): TEA004's witness after TEA003's."""
+        for (function, its_flag, its_triggers, its_facts), outcome in self._outcomes:
+            if (
+                function is prepared.function
+                and its_flag == flag
+                and its_triggers == triggers
+                and _alike(prepared.program, its_facts, facts)
+            ):
+                return outcome
+        return None
+
+    def ran(
+        self,
+        prepared: Selector,
+        flag: str,
+        triggers: frozenset[str],
+        facts: Facts,
+        outcome: Outcome,
+    ) -> Outcome:
+        """Keep a witness run's outcome (`outcome`)."""
+        self._outcomes.append(((prepared.function, flag, triggers, facts), outcome))
+        return outcome
 
     def guardable(self, prepared: Selector, hazard: Hazard, witnesses: list[Scenario]) -> bool:
         """Whether some filter could prove each of `witnesses` guarded: an `if` that can switch
@@ -507,6 +545,23 @@ def _guard_paths(prepared: Selector, hazard: Hazard) -> list[tuple[ast.expr, ...
     if any(condition.input == "backward" for condition in hazard.triggers):
         fields |= {BACKWARD_FIELD, *program.results_of(GRAD_MODE_QUERY)}
     return guard_paths(program, {flag, *dialect.sources(flag)}, program.derived_names(fields))
+
+
+def _alike(program: Program, mine: Facts, theirs: Facts) -> bool:
+    """Whether runs with these facts answer alike: the same but for known `AttentionParams`
+    fields the selector cannot tell apart (`indistinct`)."""
+    if mine.params.keys() != theirs.params.keys() or mine[1:] != theirs[1:]:
+        return False
+    for name, value in mine.params.items():
+        other = theirs.params[name]
+        if value != other and (
+            value.const is UNKNOWN
+            or other.const is UNKNOWN
+            or value.deps != other.deps
+            or not indistinct(program, name, (value.const, other.const))
+        ):
+            return False
+    return True
 
 
 def covers(wide: Facts, narrow: Facts) -> bool:
@@ -671,14 +726,18 @@ def _analyze_function(
     def reaches(witness: Scenario) -> HazardVerdict | None:
         facts = prepared.facts(hazard, [witness], given)
         triggers = frozenset(witness_params(hazard, dialect, witness))
-        observer = _AdmittingFilters(prepared.program, flag, triggers)
-        enabled = _enabled(prepared, hazard.backend, flag, facts, observer)
+        outcome = strategy.outcome(prepared, flag, triggers, facts)
+        if outcome is None:
+            observer = _AdmittingFilters(prepared.program, flag, triggers)
+            enabled = _enabled(prepared, hazard.backend, flag, facts, observer)
+            outcome = strategy.ran(prepared, flag, triggers, facts, (enabled, observer.found))
+        enabled, found = outcome
         if not enabled:
             strategy.keep(prepared, hazard.backend, facts)
             return None
         strategy.leaky.add(witness.compute_capability)
         value = functools.reduce(join, enabled)
-        return _reachable(hazard, dialect, function, flag, witness, value, observer.found)
+        return _reachable(hazard, dialect, function, flag, witness, value, found)
 
     leaky = strategy.leaky
     unfiltered = bool(pending) and not expect_guarded and strategy.unfiltered(prepared, hazard)

@@ -140,6 +140,9 @@ class FunctionIndex(NamedTuple):
     #: The facts of every statement of the function (helpers' included) and of every compound
     #: statement's heads.
     facts: dict[ast.AST, Facts]
+    #: The parts walked whole, with their facts: simple statements, compound statements' heads,
+    #: definitions' signatures. Every node of the body is under exactly one.
+    leaves: tuple[tuple[ast.AST | list, Facts], ...]
 
 
 #: Fields that never hold a node worth visiting: names and numbers, and the context and operator
@@ -190,6 +193,7 @@ class _Walker:
         self.names = names
         self.index = index
         self.facts: dict[ast.AST, Facts] = {}
+        self.leaves: list[tuple[ast.AST | list, Facts]] = []
         self.stores: set[str] = set()
         self.text: set[str] = set()
         self.fields: set[str] = set()
@@ -204,19 +208,25 @@ class _Walker:
             # Its own parts, then its body: a helper's statements are asked about one by one.
             if kind is ast.FunctionDef and self.index:
                 self.definitions.append(stmt)
-            parts = [self.walk(part) for part in _signature(stmt)]
+            parts = [self.leaf(part) for part in _signature(stmt)]
             parts += [self.statement(inner) for inner in stmt.body]
             found = _merged(parts)
         elif kind in _COMPOUND_TYPES:
             parts = []
             for head in heads(stmt):
-                found = self.facts[head] = self.walk(head)
+                found = self.facts[head] = self.leaf(head)
                 parts.append(found)
             parts += [self.statement(inner) for block in blocks(stmt) for inner in block]
             found = _merged(parts)
         else:
-            found = self.walk(stmt)
+            found = self.leaf(stmt)
         self.facts[stmt] = found
+        return found
+
+    def leaf(self, part: ast.AST | list) -> Facts:
+        """`walk` a part whole, and keep it among the leaves."""
+        found = self.walk(part)
+        self.leaves.append((part, found))
         return found
 
     def walk(self, node: ast.AST | list) -> Facts:
@@ -350,6 +360,7 @@ def function_index(function: ast.FunctionDef) -> FunctionIndex:
         frozenset(walker.compared),
         walker.names,
         walker.facts,
+        tuple(walker.leaves),
     )
 
 
