@@ -60,8 +60,9 @@ from lint_plugin.engine.dispatch import (
 from lint_plugin.engine.guardable import guard_paths
 from lint_plugin.engine.indistinct import indistinct
 from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
+from lint_plugin.engine.predicates import module_functions
 from lint_plugin.engine.kernel_calls import kernel_facts
-from lint_plugin.engine.program import Program, body_statements, function_index
+from lint_plugin.engine.program import Program, function_index
 from lint_plugin.engine.settled import Settled
 from lint_plugin.engine.slicing import Slice
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
@@ -206,7 +207,7 @@ def release() -> None:
     selector.cache_clear()
     delegates.cache_clear()
     function_index.cache_clear()
-    body_statements.cache_clear()
+    module_functions.cache_clear()
 
 
 def compute_capability(*capabilities: tuple[int, int] | None) -> dict[str, Value]:

@@ -18,7 +18,7 @@ import functools
 
 from lint_plugin.engine.absint import State, Value, const, unknown
 from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
-from lint_plugin.engine.program import Program, body_statements
+from lint_plugin.engine.program import Program, function_index
 
 #: What PyTorch answers on a CUDA device (not a ROCm or other vendor build).
 CUDA = Facts(
@@ -64,7 +64,7 @@ def _delegates(
     module: ast.Module, function: ast.FunctionDef, seen: frozenset[ast.FunctionDef]
 ) -> tuple[ast.FunctionDef, ...]:
     functions = _module_functions(module)
-    returns = [node for node in body_statements(function) if isinstance(node, ast.Return)]
+    returns = list(function_index(function).returns)
     callees = [_callee(node, functions) for node in returns]
     if not returns or None in callees or seen & set(callees) or function in callees:
         return (function,)

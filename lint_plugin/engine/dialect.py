@@ -481,6 +481,15 @@ class Dialect:
         return frozenset(fields)
 
     @cached_property
+    def _assignments(self) -> dict[str, list[ast.Assign]]:
+        """The function's assignments by each plain name they bind, in source order."""
+        found: dict[str, list[ast.Assign]] = {}
+        for node in function_index(self.function).assignments:
+            for name in {t.id for t in node.targets if isinstance(t, ast.Name)}:
+                found.setdefault(name, []).append(node)
+        return found
+
+    @cached_property
     def backend_flags(self) -> frozenset[str]:
         """Names holding backend on/off state: role flags and the names they are `and`-ed from.
 
@@ -495,9 +504,7 @@ class Dialect:
         """The names `flag` is assigned an `and` of, or assigned outright (TE 2.x's
         `use_flash_attention_4 = use_flash_attention and ...`): off, they switch it off too."""
         found = set()
-        for node in function_index(self.function).assignments:
-            if not any(isinstance(t, ast.Name) and t.id == flag for t in node.targets):
-                continue
+        for node in self._assignments.get(flag, ()):
             value = node.value
             if isinstance(value, ast.BoolOp) and not isinstance(value.op, ast.And):
                 continue

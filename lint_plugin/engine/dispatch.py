@@ -42,7 +42,7 @@ from lint_plugin.engine.absint import (
 )
 from lint_plugin.engine.dialect import Dialect
 from lint_plugin.engine.interpreter import Facts
-from lint_plugin.engine.program import Program, body_statements, is_falsy_constant
+from lint_plugin.engine.program import Program, function_index, is_falsy_constant
 from selector_patch.records import Record
 from selector_patch.roles import FLASH_FALLBACK, ROLES
 
@@ -106,43 +106,32 @@ class ReturnShape(NamedTuple):
 
 def return_shape(program: Program, dialect: Dialect) -> ReturnShape | None:
     """The shape, when every return is `(gate, version, ...)` and the version is TE's (2.2+)."""
-    function = program.function
-    listed = body_statements(function)
-    pairs = {_leading_names(node.value) for node in listed if isinstance(node, ast.Return)}
+    index = function_index(program.function)
+    pairs = {_leading_names(node.value) for node in index.returns}
     if len(pairs) != 1 or None in pairs:
         return None
     ((gate, version),) = pairs
     expressions = {dialect.version(role) for role in FLASH_ROLES} - {None}
     if not any(
-        isinstance(node, ast.Assign)
-        and program.binds(node, version)
-        and ast.unparse(node.value) in expressions
-        for node in listed
+        program.binds(node, version) and ast.unparse(node.value) in expressions
+        for node, _ in index.own_assignments
     ):
         return None
     flags = {role: flag for role in FLASH_ROLES if (flag := dialect.flag(role)) and flag != gate}
-    return ReturnShape(gate, version, flags, _split_at(program, listed, flags, {gate, version}))
+    return ReturnShape(gate, version, flags, _split_at(program, flags, {gate, version}))
 
 
-def _split_at(
-    program: Program, listed: tuple[ast.stmt, ...], flags: dict[str, str], selection: set[str]
-) -> ast.stmt | None:
+def _split_at(program: Program, flags: dict[str, str], selection: set[str]) -> ast.stmt | None:
     """The first top-level statement that reads a flash flag and, somewhere inside, assigns
-    the gate or the version something not falsy. `listed` is every statement in source order,
-    so each top-level statement's own come right after it, up to the next one."""
-    top_level = set(program.function.body)
+    the gate or the version something not falsy."""
     flag_names = set(flags.values())
-    current = None
-    for node in listed:
-        if node in top_level:
-            current = node if program.reads_any(node, flag_names) else None
+    for node, top in function_index(program.function).own_assignments:
         if (
-            current is not None
-            and isinstance(node, ast.Assign)
-            and program.assigned(node) & selection
+            program.assigned(node) & selection
             and not is_falsy_constant(node.value)
+            and program.reads_any(top, flag_names)
         ):
-            return current
+            return top
     return None
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 from typing import Collection, Mapping, NamedTuple
 
 #: How deep predicates calling predicates are expanded (a cycle stops here, unexpanded).
@@ -28,6 +29,7 @@ class Predicate(NamedTuple):
     expression: ast.expr
 
 
+@functools.lru_cache(maxsize=2)  # predicates and pure functions both ask; keeps trees alive
 def module_functions(module: ast.Module) -> dict[str, ast.FunctionDef]:
     """The module's top-level functions that its name always means: defined once, and never
     rebound by an assignment or an import (a call of the name is a call of that body)."""

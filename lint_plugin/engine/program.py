@@ -143,6 +143,11 @@ class FunctionIndex(NamedTuple):
     #: The parts walked whole, with their facts: simple statements, compound statements' heads,
     #: definitions' signatures. Every node of the body is under exactly one.
     leaves: tuple[tuple[ast.AST | list, Facts], ...]
+    #: `_Walker.writes`.
+    writes: dict[ast.stmt, tuple[int, int]]
+    #: `_Walker.returns` and `_Walker.own_assignments`.
+    returns: tuple[ast.Return, ...]
+    own_assignments: tuple[tuple[ast.Assign, ast.stmt], ...]
 
 
 #: Fields that never hold a node worth visiting: names and numbers, and the context and operator
@@ -194,6 +199,15 @@ class _Walker:
         self.index = index
         self.facts: dict[ast.AST, Facts] = {}
         self.leaves: list[tuple[ast.AST | list, Facts]] = []
+        #: Per statement, what executing it binds (`Program.write_bits` without helpers' writes):
+        #: bound names, and names of objects changed in place where they are locals.
+        self.writes: dict[ast.stmt, tuple[int, int]] = {}
+        #: The function's own returns, and its own assignments with the top-level statement
+        #: each is in (not those of nested definitions), in source order.
+        self.returns: list[ast.Return] = []
+        self.own_assignments: list[tuple[ast.Assign, ast.stmt]] = []
+        self._top: ast.stmt | None = None
+        self._nested = 0
         self.stores: set[str] = set()
         self.text: set[str] = set()
         self.fields: set[str] = set()
@@ -209,17 +223,44 @@ class _Walker:
             if kind is ast.FunctionDef and self.index:
                 self.definitions.append(stmt)
             parts = [self.leaf(part) for part in _signature(stmt)]
+            self._nested += 1
             parts += [self.statement(inner) for inner in stmt.body]
+            self._nested -= 1
             found = _merged(parts)
+            self.writes[stmt] = (self.names.of(stmt.name), 0)
         elif kind in _COMPOUND_TYPES:
-            parts = []
+            parts, stores, roots = [], 0, 0
             for head in heads(stmt):
                 found = self.facts[head] = self.leaf(head)
                 parts.append(found)
-            parts += [self.statement(inner) for block in blocks(stmt) for inner in block]
+                stores, roots = stores | found.stores, roots | found.roots
+            for handler in getattr(stmt, "handlers", ()):
+                if handler.name:  # `except E as name` binds it
+                    stores |= self.names.of(handler.name)
+            for block in blocks(stmt):
+                for inner in block:
+                    parts.append(self.statement(inner))
+                    inner_stores, inner_roots = self.writes[inner]
+                    stores, roots = stores | inner_stores, roots | inner_roots
             found = _merged(parts)
+            self.writes[stmt] = (stores, roots)
         else:
             found = self.leaf(stmt)
+            roots = found.roots
+            if self.index and not self._nested:
+                if kind is ast.Return:
+                    self.returns.append(stmt)
+                elif kind is ast.Assign:
+                    self.own_assignments.append((stmt, self._top))
+            if kind is ast.Expr:  # `reasons.append(...)` changes a local object in place
+                call = stmt.value
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+                    root = call.func.value
+                    while isinstance(root, (ast.Attribute, ast.Subscript)):
+                        root = root.value
+                    if isinstance(root, ast.Name):
+                        roots |= self.names.of(root.id)
+            self.writes[stmt] = (found.stores, roots)
         self.facts[stmt] = found
         return found
 
@@ -350,6 +391,7 @@ def function_index(function: ast.FunctionDef) -> FunctionIndex:
     for part in _signature(function):  # its names and fields, for the index
         walker.walk(part)
     for stmt in function.body:
+        walker._top = stmt
         walker.statement(stmt)
     return FunctionIndex(
         frozenset(walker.stores),
@@ -361,6 +403,9 @@ def function_index(function: ast.FunctionDef) -> FunctionIndex:
         walker.names,
         walker.facts,
         tuple(walker.leaves),
+        walker.writes,
+        tuple(walker.returns),
+        tuple(walker.own_assignments),
     )
 
 
@@ -438,13 +483,6 @@ def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from statements(block)
 
 
-@functools.lru_cache(maxsize=2)  # keeps trees alive, as `function_index` does
-def body_statements(function: ast.FunctionDef) -> tuple[ast.stmt, ...]:
-    """`statements(function.body)`, listed once per function: the delegation test and the
-    return shape each read all of it (TE 2.20.2's selector: some 1,300 statements)."""
-    return tuple(statements(function.body))
-
-
 def enclosing_statements(body: list[ast.stmt], target: ast.stmt) -> list[ast.stmt] | None:
     """The compound statements of `body` around `target`, outermost first; None if it is not
     in `body`. Nested function definitions count as compound statements."""
@@ -511,6 +549,7 @@ class Program:
         self.names = index.names
         self._locals = self.names.bits(self.locals)
         self._facts = index.facts
+        self._index_writes = index.writes
         self._info: dict[ast.AST, NodeInfo] = {}
         self._closure_reads: dict[ast.AST, int] = {}
         self._kills: dict[ast.AST, int] = {}
@@ -686,6 +725,9 @@ class Program:
     def write_bits(self, stmt: ast.stmt) -> int:
         """`writes`, in bits."""
         cached = self._writes.get(stmt)
+        if cached is None and stmt in self._index_writes and not self._calls_helpers(stmt):
+            stores, roots = self._index_writes[stmt]
+            cached = self._writes[stmt] = stores | (roots & self._locals)
         if cached is None:
             self._writes[stmt] = 0  # a helper that calls itself adds nothing new
             if isinstance(stmt, DEFINITIONS):
@@ -704,6 +746,11 @@ class Program:
                     written |= self.names.bits(self.mutated(stmt))
             cached = self._writes[stmt] = written
         return cached
+
+    def _calls_helpers(self, node: ast.AST) -> bool:
+        """Whether `node` calls one of the local helpers (not through another)."""
+        calls = self.facts(node).calls
+        return bool(calls) and any(name in self.helpers for name in calls)
 
     def expression_write_bits(self, node: ast.AST) -> int:
         """What an expression (or simple statement) binds, helper writes included, in bits."""
