@@ -10,14 +10,14 @@ they are about how selectors are written, not about kernels.
 
 from __future__ import annotations
 
-from typing import NamedTuple
 
+from selector_patch.records import TupleRecord
 from selector_patch.registry import HAZARDS, Hazard
 
 FIX_COMMAND = "python -m codemods.apply"
 
 
-class Rule(NamedTuple):
+class Rule(TupleRecord):
     code: str
     name: str
     #: One line: the start of every message with this code.

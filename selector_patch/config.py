@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, Sequence
 
 from selector_patch.project import (
     DEFAULT_SELECTOR_FUNCTIONS,
@@ -25,12 +25,13 @@ from selector_patch.project import (
     ConfigError,
     project_table,
 )
+from selector_patch.records import TupleRecord
 from selector_patch.registry import HAZARDS, Hazard
 
 KEYS = ("hazards", "skip", "selector-functions", "te-cxx")
 
 
-class Config(NamedTuple):
+class Config(TupleRecord):
     hazards: tuple[Hazard, ...] = HAZARDS
     selector_functions: tuple[str, ...] = DEFAULT_SELECTOR_FUNCTIONS
     #: The `pyproject.toml` the settings came from, if any.

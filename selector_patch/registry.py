@@ -14,11 +14,11 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, Iterator, Mapping
 
 from packaging.version import Version
 
-from selector_patch.records import Record
+from selector_patch.records import Record, TupleRecord
 from selector_patch.roles import ROLES, Role
 from selector_patch.scenario import Condition, Scenario
 
@@ -111,7 +111,7 @@ class Evidence(Record):
         return [(match[1], match[2]) for match in matches if match]
 
 
-class Control(NamedTuple):
+class Control(TupleRecord):
     """A named neighbour of the hazard: `changes` applied to a witness leave it outside."""
 
     name: str
@@ -189,19 +189,20 @@ class Hazard(Record):
                 raise ValueError(f"{self.id}: cannot derive a witness value for {condition}")
         return values
 
-    def witnesses(self) -> Iterator[Scenario]:
+    def witnesses(self, environments: bool = True) -> Iterator[Scenario]:
         """Scenarios inside the hazard: every kernel version x architecture x shape x environment.
 
         Two environments per point: TE's defaults, and the hazard's backend left as the only
         flash backend with fused attention off (seed 000's reproduction), where "available"
-        and "selected" coincide.
+        and "selected" coincide. Without `environments`, TE's defaults alone: the same
+        scenarios, less the second of each pair (the static analysis binds no environment).
         """
         base = Scenario().with_changes(self.trigger_values())
         for version, arch, shape, env in itertools.product(
             (self.kernel_version, *self.older_kernel_versions),
             self.architectures,
             self.witness_shapes,
-            ({}, ISOLATING_ENV[self.backend]),
+            ({}, ISOLATING_ENV[self.backend]) if environments else ({},),
         ):
             yield base.with_changes(
                 {

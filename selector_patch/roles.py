@@ -9,10 +9,10 @@ codemod renders guards with those names. Candidates are listed newest dialect fi
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from selector_patch.records import TupleRecord
 
 
-class Role(NamedTuple):
+class Role(TupleRecord):
     name: str
     #: How TE's log lines call the backend ("Disabling FlashAttention 4 ...").
     display: str

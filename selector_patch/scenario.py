@@ -235,7 +235,7 @@ class Scenario(Record):
         The copy takes this one's attributes and then the changed ones, where `replace` would
         read all fifty fields and pass them through `__init__`: the analyzer makes a copy per
         witness and per binding (125 on TE 2.20.2's selector)."""
-        unknown = changes.keys() - set(self.FIELDS)
+        unknown = changes.keys() - self._field_names
         if unknown:
             raise TypeError(f"Scenario has no input {min(unknown)!r}")
         copy = object.__new__(type(self))

@@ -317,6 +317,39 @@ def test_flag_at_returns(body: str, expected: str, sliced: bool) -> None:
     assert flag(body, sliced=sliced, **GUARDED) == expected
 
 
+@pytest.mark.parametrize("sliced", [False, True], ids=["whole", "sliced"])
+def test_a_branch_that_leaves_early_refines_only_its_own_side(sliced: bool) -> None:
+    """The `raise` leaves `is_training` true on the `deterministic` side alone: past the `if`,
+    a run that is not deterministic may still be in eval mode, and keep the flag."""
+    body = """
+        if deterministic:
+            if not is_training:
+                raise ValueError("training only")
+        if is_training:
+            flag = False
+        return flag
+    """
+    assert flag(body, sliced=sliced) == "maybe"
+    assert flag(body, sliced=sliced, deterministic=True) == "off"
+
+
+@pytest.mark.parametrize("sliced", [False, True], ids=["whole", "sliced"])
+def test_each_branch_of_a_helper_test_starts_from_its_own_state(sliced: bool) -> None:
+    """`_strict()` returns once, true or false: the `else` branch must not start from what the
+    `then` branch did."""
+    body = """
+        def _strict():
+            return deterministic
+        if _strict():
+            flag = False
+        else:
+            pass
+        return flag
+    """
+    assert flag(body, sliced=sliced) == "maybe"
+    assert flag(body, sliced=sliced, deterministic=True) == "off"
+
+
 def test_descendants_are_what_ast_walk_yields_but_the_singletons() -> None:
     """Every node but `Load`, `Add`, `Eq`, ... (which hold nothing), on a real selector."""
     module = ast.parse(te2_example())

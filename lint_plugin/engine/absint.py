@@ -26,7 +26,9 @@ from __future__ import annotations
 import ast
 import functools
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Iterable, Mapping
+
+from selector_patch.records import TupleRecord
 
 
 class _Unknown:
@@ -46,7 +48,7 @@ EMPTY_MAPPING: Mapping = MappingProxyType({})
 MAX_CHOICES = 64
 
 
-class Site(NamedTuple):
+class Site(TupleRecord):
     """A statement that introduced a value, and the inputs its path and value depend on."""
 
     stmt: ast.stmt | None
@@ -60,7 +62,7 @@ FRESH_SITE = Site(None, EMPTY)
 FRESH: frozenset[Site] = frozenset((FRESH_SITE,))
 
 
-class Value(NamedTuple):
+class Value(TupleRecord):
     const: Any
     truth: bool | None
     deps: frozenset[str]
@@ -270,26 +272,34 @@ class State:
 _new_state = object.__new__
 
 
-def join_states(
-    a: State | None, b: State | None, keys: frozenset[str] | None = None
-) -> State | None:
-    """Both states in one. `keys`, when given, are the only names the two may differ in (what
-    the code between their common origin and here can bind or refine): the rest is shared."""
+def join_states(a: State | None, b: State | None) -> State | None:
+    """Both states in one, a new state."""
     if a is None:
         return b
     if b is None or a is b:
         return a
-    merged = dict(a.vars)
+    merged = State(dict(a.vars), a.path)
+    return join_into(merged, b, b.vars)
+
+
+def join_into(a: State, b: State, keys: Iterable[str]) -> State:
+    """`b` joined into `a` itself, which the caller owns (the end of an `if`'s branch, which no
+    path reads again): `keys` are the only names the two may differ in (what the code between
+    their common origin and here can bind or refine; every name of `b` where they need not
+    have one). Joins run at the end of every undecided `if` of every run, and most names are
+    the same value on both sides: no copy of the state, no new value for them."""
+    merged = a.vars
     get = merged.get
     theirs = b.vars
-    for name in theirs if keys is None else keys:
+    for name in keys:
         value = theirs.get(name)
         if value is not None:
             mine = get(name)
             if mine is not value:
                 # A name bound on one side only raises NameError on the other: no new paths.
                 merged[name] = value if mine is None else join(mine, value)
-    return State(merged, a.path | b.path)
+    a.path = a.path | b.path
+    return a
 
 
 def widen_states(old: State, new: State) -> State:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 from lint_plugin.engine.absint import (
     TRUE,
@@ -65,6 +65,7 @@ from lint_plugin.engine.kernel_calls import kernel_facts
 from lint_plugin.engine.program import Program, function_index
 from lint_plugin.engine.settled import Settled
 from lint_plugin.engine.slicing import Slice
+from selector_patch.records import TupleRecord
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
 from selector_patch.roles import FLASH_FALLBACK
 from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Scenario, expressible
@@ -80,7 +81,7 @@ COMPUTE_CAPABILITY = "compute_capability"
 Outcome = tuple[list[Value], list[ast.Compare]]
 
 
-class HazardVerdict(NamedTuple):
+class HazardVerdict(TupleRecord):
     hazard_id: str
     function: str
     applicable: bool
@@ -416,9 +417,18 @@ class _Strategy:
         return proofs
 
     def proven(self, prepared: Selector, hazard: Hazard, witness: Scenario) -> bool:
-        """Whether a kept proof covers `witness` (`covers`): it is guarded, no run needed."""
+        """Whether a kept proof covers `witness` (`covers`): it is guarded, no run needed.
+        A proof of other architectures cannot, and is passed over before the witness's facts
+        are made (a hazard's witnesses are mostly on architectures no proof is about)."""
+        proofs = [
+            proof
+            for proof in self.proofs(prepared, hazard.backend)
+            if covers_architecture(proof, witness.compute_capability)
+        ]
+        if not proofs:
+            return False
         facts = prepared.facts(hazard, [witness], self.given)
-        return any(covers(proof, facts) for proof in self.proofs(prepared, hazard.backend))
+        return any(covers(proof, facts) for proof in proofs)
 
     def unfiltered(self, prepared: Selector, hazard: Hazard) -> bool:
         """Whether no filter of the hazard's backend reads one of its trigger inputs in a plain
@@ -563,6 +573,18 @@ def _alike(program: Program, mine: Facts, theirs: Facts) -> bool:
         ):
             return False
     return True
+
+
+def covers_architecture(wide: Facts, architecture: tuple[int, int]) -> bool:
+    """Whether `covers(wide, narrow)` may hold for a `narrow` on `architecture`: what `covers`
+    asks of the hardware query's answer alone."""
+    value = wide.calls.get(COMPUTE_CAPABILITY_QUERY)
+    if value is None:
+        return True
+    allowed = alternatives(value)
+    if allowed is None:
+        return value.truth is None
+    return any(type(a) is tuple and a == architecture for a in allowed)
 
 
 def covers(wide: Facts, narrow: Facts) -> bool:
@@ -865,7 +887,7 @@ def analyze_source(
 def _distinct_witnesses(hazard: Hazard, dialect: Dialect) -> list[Scenario]:
     """Witnesses that differ in what the analysis binds (environments are not bound)."""
     seen, distinct = set(), []
-    for witness in hazard.witnesses():
+    for witness in hazard.witnesses(environments=False):
         key = (
             witness.compute_capability,
             witness.backward,

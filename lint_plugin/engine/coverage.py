@@ -22,16 +22,16 @@ available on Hopper) is a preference between backends, not a filter.
 from __future__ import annotations
 
 import ast
-from typing import NamedTuple
 
 from lint_plugin.engine.absint import Site
 from lint_plugin.engine.analysis import COMPUTE_CAPABILITY, selector
 from lint_plugin.engine.delegation import delegates
 from lint_plugin.engine.program import function_index, is_falsy_constant
+from selector_patch.records import TupleRecord
 from selector_patch.roles import ROLES
 
 
-class Topic(NamedTuple):
+class Topic(TupleRecord):
     code: str
     #: What the missing filter is about, in words.
     name: str
@@ -48,7 +48,7 @@ TOPICS: tuple[Topic, ...] = (
 )
 
 
-class CoverageFinding(NamedTuple):
+class CoverageFinding(TupleRecord):
     code: str
     role: str
     flag: str

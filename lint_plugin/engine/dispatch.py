@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import Callable, Iterable, Iterator
 
 from packaging.version import Version
 
@@ -43,7 +43,7 @@ from lint_plugin.engine.absint import (
 from lint_plugin.engine.dialect import Dialect
 from lint_plugin.engine.interpreter import Facts
 from lint_plugin.engine.program import Program, function_index, is_falsy_constant
-from selector_patch.records import Record
+from selector_patch.records import Record, TupleRecord
 from selector_patch.roles import FLASH_FALLBACK, ROLES
 
 #: Roles TE tells apart by the returned flash version.
@@ -92,7 +92,7 @@ class FlashVersion(Record):
         return frozenset((self.role if self.installed else FLASH_FALLBACK,))
 
 
-class ReturnShape(NamedTuple):
+class ReturnShape(TupleRecord):
     """How every return of a selector names its flash selection."""
 
     #: The returned "use FlashAttention" variable and the returned flash version variable.

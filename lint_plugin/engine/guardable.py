@@ -30,24 +30,32 @@ def guard_paths(
     together they read one of the `inputs` (an `if` in another's `else` is on its way without
     that one's test)."""
     names = program.names
-    killed, read = names.bits(flags), names.bits(inputs)
     found: list[tuple[ast.expr, ...]] = []
-
-    def visit(body: list[ast.stmt], tests: tuple[ast.expr, ...], reads: int) -> None:
-        for stmt in body:
-            if isinstance(stmt, DEFINITIONS):
-                continue
-            if isinstance(stmt, ast.If):
-                path, path_reads = (*tests, stmt.test), reads | program.read_bits(stmt.test)
-                if path_reads & read and any(
-                    program.kill_bits(inner) & killed for inner in stmt.body
-                ):
-                    found.append(path)
-                visit(stmt.body, path, path_reads)
-                visit(stmt.orelse, tests, reads)
-            else:
-                for block in program.blocks(stmt):
-                    visit(block, tests, reads)
-
-    visit(program.function.body, (), 0)
+    _visit(program, names.bits(flags), names.bits(inputs), found, program.function.body, (), 0)
     return found
+
+
+def _visit(
+    program: Program,
+    killed: int,
+    read: int,
+    found: list[tuple[ast.expr, ...]],
+    body: list[ast.stmt],
+    tests: tuple[ast.expr, ...],
+    reads: int,
+) -> None:
+    """`guard_paths` of `body`, reached under `tests`, which read `reads`. (A function of its
+    own, not a closure: a recursive closure is a cycle, which would keep the program alive until
+    a collection of the cyclic garbage.)"""
+    for stmt in body:
+        if isinstance(stmt, DEFINITIONS):
+            continue
+        if isinstance(stmt, ast.If):
+            path, path_reads = (*tests, stmt.test), reads | program.read_bits(stmt.test)
+            if path_reads & read and any(program.kill_bits(inner) & killed for inner in stmt.body):
+                found.append(path)
+            _visit(program, killed, read, found, stmt.body, path, path_reads)
+            _visit(program, killed, read, found, stmt.orelse, tests, reads)
+        else:
+            for block in program.blocks(stmt):
+                _visit(program, killed, read, found, block, tests, reads)

@@ -16,7 +16,7 @@ result is discarded (`reasons.append(...)`) forgets what was known about its rec
 from __future__ import annotations
 
 import ast
-from typing import Callable, Mapping, NamedTuple
+from typing import Callable, Mapping
 
 from lint_plugin.engine.absint import EMPTY, EMPTY_MAPPING, State, Value, unknown
 from lint_plugin.engine.interpret.binding import Binding
@@ -28,6 +28,7 @@ from lint_plugin.engine.interpret.statements import Executor, Statements, execut
 from lint_plugin.engine.predicates import Predicate
 from lint_plugin.engine.program import Program
 from lint_plugin.engine.slicing import Slice
+from selector_patch.records import TupleRecord
 
 #: Statements one run may execute before it gives up (loops are widened long before this).
 STATEMENT_BUDGET = 200_000
@@ -44,7 +45,7 @@ class AnalysisBudgetExceeded(Exception):
     """The selector needs more work than `STATEMENT_BUDGET` allows."""
 
 
-class Facts(NamedTuple):
+class Facts(TupleRecord):
     """Everything one run knows about the world; the rest is unknown.
 
     `params` holds `AttentionParams` fields (an absent field reads as an unknown value that
@@ -100,7 +101,7 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
         self.observer = observer
         #: When given, statements that cannot affect the slice's names are not executed.
         self.relevant = relevant
-        self._plans = program.plans.setdefault(relevant, {})
+        self._plans = program.plans if relevant is None else relevant.plans
         #: Whether a call statement the slice skips may still raise (`_plan`).
         self._raising = any(fact is RAISES for fact in facts.calls.values())
         self.statements = 0

@@ -15,7 +15,9 @@ from __future__ import annotations
 import ast
 import copy
 import functools
-from typing import Collection, Mapping, NamedTuple
+from typing import Collection, Mapping
+
+from selector_patch.records import TupleRecord
 
 #: How deep predicates calling predicates are expanded (a cycle stops here, unexpanded).
 MAX_DEPTH = 8
@@ -24,7 +26,7 @@ _BINDING = (ast.Lambda, ast.NamedExpr, ast.GeneratorExp, ast.ListComp, ast.SetCo
 _IMPURE = (*_BINDING, ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)
 
 
-class Predicate(NamedTuple):
+class Predicate(TupleRecord):
     params: tuple[str, ...]
     expression: ast.expr
 

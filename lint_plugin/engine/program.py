@@ -18,9 +18,10 @@ from __future__ import annotations
 import ast
 import functools
 import operator
-from typing import Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator
 
 from lint_plugin.engine.absint import EMPTY
+from selector_patch.records import TupleRecord
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _DEFINITION_TYPES = frozenset(DEFINITIONS)
@@ -96,7 +97,7 @@ class Names:
         return frozenset(found)
 
 
-class Facts(NamedTuple):
+class Facts(TupleRecord):
     """What one statement or expression reads, binds and calls (nested scopes included), sets of
     names as `Names` bits."""
 
@@ -120,7 +121,7 @@ class Facts(NamedTuple):
 new_facts = functools.partial(tuple.__new__, Facts)
 
 
-class FunctionIndex(NamedTuple):
+class FunctionIndex(TupleRecord):
     """What one pass over a selector function finds; shared by `Program` and `Dialect`."""
 
     #: Every name bound anywhere in the function (helpers included).
@@ -409,7 +410,7 @@ def function_index(function: ast.FunctionDef) -> FunctionIndex:
     )
 
 
-class NodeInfo(NamedTuple):
+class NodeInfo(TupleRecord):
     """`Facts` in names (`Program.info`)."""
 
     loads: frozenset[str]
@@ -519,7 +520,7 @@ def heads(stmt: ast.stmt) -> list[ast.AST]:
     return found
 
 
-class Helper(NamedTuple):
+class Helper(TupleRecord):
     """A function defined inside the selector: inlined at each call site."""
 
     node: ast.FunctionDef
@@ -557,15 +558,18 @@ class Program:
         self._named: dict[tuple[str, ast.AST], frozenset[str]] = {}
         self._branch_keys: dict[ast.If, frozenset[str]] = {}
         self._raises: dict[ast.AST, bool] = {}
+        #: Walks the expressions the index did not keep (`facts`); it keeps nothing itself.
+        self._walker = _Walker(self.parameter, self.names, index=False)
         self._blocks: dict[ast.stmt, list[list[ast.stmt]]] = {}
         #: Each expression, condition and statement compiled once for every run
-        #: (`interpret.evaluators`, `.refinement`, `.statements`), and each body as a slice
-        #: executes it (`Interpreter.plan`).
+        #: (`interpret.evaluators`, `.refinement`, `.statements`), and each body as a run
+        #: without a slice executes it (`Interpreter.plan`; a slice keeps its own, `Slice.plans`).
         self.evaluators: dict[ast.AST, object] = {}
-        self.name_evaluators: dict[str, object] = {}
+        #: The evaluators shared by every node of a name, a dotted name or a literal.
+        self.name_evaluators: dict[object, object] = {}
         self.refiners: dict[ast.AST, object] = {}
         self.executors: dict[ast.stmt, object] = {}
-        self.plans: dict[object, dict[int, tuple]] = {}
+        self.plans: dict[int, tuple] = {}
         #: `own_enablers`' answers, which every store of a possibly-true value asks.
         self.own_enablers_memo: dict[tuple[str, frozenset], tuple | None] = {}
         #: Each call of a module predicate, expanded once for every run (the interpreter fills it).
@@ -586,7 +590,7 @@ class Program:
         index; another expression's (a call, an operand) walked on first use."""
         found = self._facts.get(node)
         if found is None:
-            found = self._facts[node] = _Walker(self.parameter, self.names, False).walk(node)
+            found = self._facts[node] = self._walker.walk(node)
         return found
 
     def info(self, node: ast.AST) -> NodeInfo:
@@ -710,11 +714,12 @@ class Program:
 
     def branch_keys(self, node: ast.If) -> frozenset[str]:
         """Names the two branches of an `if` can leave different: what they may bind, and what
-        its test reads (refined on each side, helpers' reads included). Asked at every join of
-        both: kept in names."""
+        any test in it reads, its own and those nested in its branches (refined on each side,
+        helpers' reads included: a branch that raises where `b` is false leaves `b` true on
+        that side alone). Asked at every join of both: kept in names."""
         keys = self._branch_keys.get(node)
         if keys is None:
-            bits = self.write_bits(node) | self.read_bits(node.test)
+            bits = self.write_bits(node) | self.read_bits(node)
             keys = self._branch_keys[node] = self.names.named(bits)
         return keys
 

@@ -37,6 +37,10 @@ class Slice:
 
     def __init__(self, program: Program, roots: frozenset[str]) -> None:
         self.program = program
+        #: Each body as a run with this slice executes it (`Interpreter.plan`), kept here rather
+        #: than on the program, which would make a cycle of the two: what an analysis compiled
+        #: is then freed when it is released, not at the next collection of the cyclic garbage.
+        self.plans: dict[int, tuple] = {}
         self._needed: set[ast.stmt] = set()
         self._visited: set[ast.stmt] = set()
         self._block(program.function.body, program.names.bits(roots))

@@ -11,7 +11,8 @@ directly. What depends on the run (the state, the facts, the observer's override
 read when it evaluates.
 
 An observer's "what if" (`Interpreter.overrides`) applies to comparisons, the nodes it forces;
-`Interpreter.trace` records them. A name's evaluator serves every node of that name.
+`Interpreter.trace` records them. A name's evaluator serves every node of that name, as do a
+dotted name's and a literal's.
 """
 
 from __future__ import annotations
@@ -67,8 +68,18 @@ def opaque_read(name: frozenset[str], value: Value) -> Value:
 
 
 def _constant(program: Program, node: ast.Constant) -> Evaluator:
-    value = const(node.value)
-    return lambda interpreter, state: value
+    """The evaluator of every literal equal to this one (of its type), made on the first."""
+    key = (type(node.value), node.value)
+    try:
+        shared = program.name_evaluators.get(key)
+    except TypeError:  # an unhashable literal
+        key = shared = None
+    if shared is None:
+        value = const(node.value)
+        shared = lambda interpreter, state: value  # noqa: E731
+        if key is not None:
+            program.name_evaluators[key] = shared
+    return shared
 
 
 def _name(program: Program, node: ast.Name) -> Evaluator:
@@ -98,11 +109,21 @@ def _named(name: str) -> Evaluator:
 
 def _attribute(program: Program, node: ast.Attribute) -> Evaluator:
     """`a.b.c`: the state's binding of the dotted name, else an `AttentionParams` field read off
-    the selector's argument, else a module name the facts know, else unknown."""
-    base = evaluator(program, node.value)
-    dotted = dotted_name(node)
+    the selector's argument, else a module name the facts know, else unknown. One evaluator
+    serves every node of a dotted name."""
+    value = node.value
+    dotted = f"{value.id}.{node.attr}" if type(value) is ast.Name else dotted_name(node)
     if dotted is None:
+        base = evaluator(program, value)
         return lambda interpreter, state: unknown(base(interpreter, state).deps)
+    shared = program.name_evaluators.get(dotted)
+    if shared is None:
+        shared = program.name_evaluators[dotted] = _dotted(program, node, dotted)
+    return shared
+
+
+def _dotted(program: Program, node: ast.Attribute, dotted: str) -> Evaluator:
+    base = evaluator(program, node.value)
     parameter = node.value.id if _reads_parameter(program, node) else None
     field, field_deps, read = node.attr, frozenset((node.attr,)), frozenset((dotted,))
 

@@ -18,6 +18,7 @@ from lint_plugin.engine.absint import (
     Value,
     const,
     join_all,
+    join_into,
     join_states,
     unknown,
     widen_states,
@@ -64,6 +65,8 @@ class Statements:
         value = join_all_values(value for value, _ in outcomes)
         truthy = join_all(s for v, s in outcomes if v.truth is not False)
         falsy = join_all(s for v, s in outcomes if v.truth is not True)
+        if falsy is truthy and falsy is not None:  # one return, either way: a state per branch
+            falsy = falsy.copy()
         if negated:
             value = (
                 unknown(value.deps) if value.truth is None else const(not value.truth, value.deps)
@@ -383,7 +386,7 @@ def _if(program: Program, node: ast.If) -> Executor:
         if then_out is None or else_out is None:
             merged = then_out or else_out
         else:
-            merged = join_states(then_out, else_out, interpreter.program.branch_keys(node))
+            merged = join_into(then_out, else_out, interpreter.program.branch_keys(node))
         if (
             merged is not None
             and (then_in is None or then_out is not None)
