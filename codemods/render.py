@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import json
 
-from packaging.version import Version
-
 from lint_plugin.engine.dialect import BACKWARD_FIELD, Dialect
 from selector_patch.registry import Hazard
 
@@ -42,7 +40,9 @@ def version_source(hazard: Hazard, dialect: Dialect) -> str | None:
     if fixed_in is None:
         return None
     installed = dialect.version(hazard.backend)
-    constructor = next((n for n, f in dialect.module_functions.items() if f is Version), None)
+    constructor = next(
+        (n for n, q in dialect.pure_imports.items() if q == "packaging.version.Version"), None
+    )
     if installed is None or constructor is None:
         raise RenderError(
             f"{hazard.id} holds only below {hazard.evidence.package} {fixed_in}, and the module"

@@ -16,11 +16,10 @@ import itertools
 import re
 from typing import Any, Iterator, Mapping
 
-from packaging.version import Version
-
 from selector_patch.records import Record, TupleRecord
 from selector_patch.roles import ROLES, Role
 from selector_patch.scenario import Condition, Scenario
+from selector_patch.versions import compare, order
 
 #: Scenario field holding the installed version of each flash-attn role's package.
 PACKAGE_FIELD = {"FA2": "flash_attn_2", "FA3": "flash_attn_3", "FA4": "flash_attn_4"}
@@ -64,6 +63,8 @@ class Evidence(Record):
     spellings: tuple[Spelling, ...] = ()
 
     def affects(self, version: str) -> bool:
+        from packaging.version import Version  # loaded with `packaging.specifiers` anyway
+
         return _specifier(self.affected).contains(Version(version))
 
     @property
@@ -78,10 +79,10 @@ class Evidence(Record):
         `packaging.specifiers` would cost the flake8 run more than the rest of the message.
         """
         bounds = [version for operator, version in self._comparisons() if operator == "<"]
-        return min(bounds, key=Version) if bounds else None
+        return min(bounds, key=order) if bounds else None
 
     @functools.lru_cache(maxsize=64)  # every witness run of a hazard asks it of one release
-    def affects_some(self, lowest: Version, highest: Version) -> bool:
+    def affects_some(self, lowest: str, highest: str) -> bool:
         """Whether some version from `lowest` to `highest` (both included) carries the defect.
 
         A release that accepts only versions outside `affected` (TE 1.13 takes flash-attn up
@@ -90,14 +91,14 @@ class Evidence(Record):
         ordered comparison or `==` is taken to exclude nothing, which can only say "affected".
         """
         excludes = {
-            ">=": lambda bound: bound > highest,
-            ">": lambda bound: bound >= highest,
-            "<": lambda bound: bound <= lowest,
-            "<=": lambda bound: bound < lowest,
-            "==": lambda bound: not lowest <= bound <= highest,
+            ">=": lambda bound: compare(bound, highest) > 0,
+            ">": lambda bound: compare(bound, highest) >= 0,
+            "<": lambda bound: compare(bound, lowest) <= 0,
+            "<=": lambda bound: compare(bound, lowest) < 0,
+            "==": lambda bound: compare(bound, lowest) < 0 or compare(bound, highest) > 0,
         }
         return not any(
-            operator in excludes and excludes[operator](Version(version))
+            operator in excludes and excludes[operator](version)
             for operator, version in self._comparisons()
         )
 
@@ -159,11 +160,7 @@ class Hazard(Record):
         """Whether the scenario's kernel is at or past the release that fixed the defect."""
         fixed_in = self.evidence.fixed_in
         installed = getattr(scenario, PACKAGE_FIELD[self.backend])
-        return (
-            fixed_in is not None
-            and installed is not None
-            and Version(installed) >= Version(fixed_in)
-        )
+        return fixed_in is not None and installed is not None and compare(installed, fixed_in) >= 0
 
     def triggered_by(self, scenario: Scenario) -> bool:
         """True iff the kernel would fail for `scenario`: the hazard's definition."""

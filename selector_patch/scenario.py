@@ -123,6 +123,12 @@ class Condition(Record):
         return f"{self.input} {self.op} {self.value!r}"
 
 
+def sm_name(compute_capability: tuple[int, int]) -> str:
+    """An architecture as CUDA names it: (12, 0) is `sm120`."""
+    major, minor = compute_capability
+    return f"sm{10 * major + minor}"
+
+
 class Scenario(Record):
     """Inputs of one selector call; defaults are seed 000's reproduction (BF16 BSHD, causal),
     on cuDNN 9.18.1."""
@@ -226,8 +232,7 @@ class Scenario(Record):
 
     @property
     def sm(self) -> str:
-        major, minor = self.compute_capability
-        return f"sm{10 * major + minor}"
+        return sm_name(self.compute_capability)
 
     def with_changes(self, changes: Mapping[str, Any]) -> "Scenario":
         """A copy with `changes` applied; `env` entries are merged, not replaced.

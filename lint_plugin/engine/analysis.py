@@ -68,7 +68,7 @@ from lint_plugin.engine.slicing import Slice
 from selector_patch.records import TupleRecord
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
 from selector_patch.roles import FLASH_FALLBACK
-from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Scenario, expressible
+from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Scenario, expressible, sm_name
 
 #: No facts beyond a witness's own.
 NOTHING = Facts()
@@ -622,13 +622,16 @@ def _architecture_filters(
     """
     program = prepared.program
     holders = program.results_of(COMPUTE_CAPABILITY_QUERY)
+    holder_bits, flag_bit = program.names.bits(holders), program.names.of(flag)
     filters = [
         node
         for node in program.function.body
-        if isinstance(node, ast.If)
-        and program.reads_any(node.test, holders)
+        if type(node) is ast.If
+        and program.read_bits(node.test) & holder_bits
         and not program.calls_helper(node.test)
-        and any(flag in program.kills(stmt) for stmt in node.body if not program.blocks(stmt))
+        and any(
+            program.kill_bits(stmt) & flag_bit for stmt in node.body if not program.blocks(stmt)
+        )
     ]
     if not filters:
         return frozenset()
@@ -798,7 +801,7 @@ def _analyze_function(
                 if found is not None:
                     return found
     strategy.all_first = True
-    archs = ", ".join(_sm(arch) for arch in hazard.architectures)
+    archs = ", ".join(sm_name(arch) for arch in hazard.architectures)
     return HazardVerdict(
         hazard.id, function.name, True, False, None, None, None,
         f"{role.display} (`{flag}`) is selected at no return of the {len(witnesses)} witnesses"
@@ -920,7 +923,7 @@ def _reachable(
     missing = " and ".join(dict.fromkeys(dialect.condition_source(c) for c in hazard.triggers))
     if hazard.evidence.fixed_in is not None:
         missing += f" with {hazard.evidence.package} < {hazard.evidence.fixed_in}"
-    archs = "/".join(_sm(arch) for arch in hazard.architectures)
+    archs = "/".join(sm_name(arch) for arch in hazard.architectures)
     if admitting:
         node = admitting[-1]
         why = f"the filter at line {node.lineno} lets {witness.sm} through (`{ast.unparse(node)}`)"
@@ -955,7 +958,3 @@ def _blocks(
             blocks[-1].append(group)
         joinable = arch not in leaky
     return blocks
-
-
-def _sm(arch: tuple[int, int]) -> str:
-    return Scenario(compute_capability=arch).sm

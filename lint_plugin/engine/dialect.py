@@ -22,7 +22,6 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from packaging.version import InvalidVersion, Version, parse
 
 from lint_plugin.engine.absint import Value, const
 from lint_plugin.engine.interpret.folding import PURE_BUILTINS
@@ -34,6 +33,7 @@ from lint_plugin.engine.program import (
     selector_inputs,
     selector_parameter,
 )
+from selector_patch import versions
 from selector_patch.config import DEFAULT_SELECTOR_FUNCTIONS
 from selector_patch.roles import ROLES
 from selector_patch.scenario import (
@@ -56,7 +56,10 @@ BACKWARD_FIELD = "requires_backward"
 #: torch's query of the autograd state, for a selector that asks it directly.
 GRAD_MODE_QUERY = "is_grad_enabled"
 #: Functions a module may import that are pure on constant arguments, by qualified name.
-PURE_IMPORTS = {"packaging.version.Version": Version, "packaging.version.parse": parse}
+PURE_IMPORTS = {
+    f"packaging.version.{name}": versions.lazy("packaging.version", name)
+    for name in ("Version", "parse")
+}
 #: Literal values a module constant may hold: immutable all the way down.
 IMMUTABLE_LITERALS = (str, bytes, int, float, complex, bool, type(None))
 #: Not looked up yet (a role's answer may be None).
@@ -109,7 +112,7 @@ class Dialect:
         #: run asks them again.
         self._installed: dict[str, str | None] = {}
         self._versions: dict[str, str | None] = {}
-        self._admitted: dict[str, tuple[Version, Version] | None] = {}
+        self._admitted: dict[str, tuple[str, str] | None] = {}
 
     @property
     def bound(self) -> frozenset[str]:
@@ -164,7 +167,7 @@ class Dialect:
                 return expression
         return None
 
-    def admitted_versions(self, role: str) -> tuple[Version, Version] | None:
+    def admitted_versions(self, role: str) -> tuple[str, str] | None:
         """The package versions TE's import accepts for `role`, as (lowest, highest), both
         included; None where the module states no such bounds.
 
@@ -187,7 +190,7 @@ class Dialect:
                     break
         return found
 
-    def _initial_version(self, expression: str) -> Version | None:
+    def _initial_version(self, expression: str) -> str | None:
         """The version a module-level name or a top-level class's attribute is first assigned,
         where it is a pure import's call on a string literal (`PkgVersion("2.6.3")`)."""
         owner, _, name = expression.rpartition(".")
@@ -213,10 +216,8 @@ class Dialect:
             and isinstance(assigned.args[0].value, str)
         ):
             return None
-        try:
-            return Version(assigned.args[0].value)
-        except InvalidVersion:
-            return None
+        text = assigned.args[0].value
+        return text if versions.valid(text) else None
 
     def compares_version(self, role: str) -> bool:
         """Whether the selector compares the role's installed version (`fa4_version < ...`)."""
@@ -340,16 +341,22 @@ class Dialect:
         )
 
     @cached_property
-    def module_functions(self) -> dict[str, Any]:
-        """Pure functions the module imports, by the name it calls them (`PkgVersion`)."""
+    def pure_imports(self) -> dict[str, str]:
+        """The pure functions the module imports (`PURE_IMPORTS`), by the name it calls them
+        (`PkgVersion`): each one's qualified name (`packaging.version.Version`)."""
         found = {}
         for node in self.module.body:
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 for alias in node.names:
-                    function = PURE_IMPORTS.get(f"{node.module}.{alias.name}")
-                    if function is not None:
-                        found[alias.asname or alias.name] = function
+                    qualified = f"{node.module}.{alias.name}"
+                    if qualified in PURE_IMPORTS:
+                        found[alias.asname or alias.name] = qualified
         return found
+
+    @cached_property
+    def module_functions(self) -> dict[str, Any]:
+        """Pure functions the module imports, by the name it calls them (`pure_imports`)."""
+        return {name: PURE_IMPORTS[qualified] for name, qualified in self.pure_imports.items()}
 
     @cached_property
     def module_predicates(self) -> dict[str, Predicate]:

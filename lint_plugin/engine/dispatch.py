@@ -28,8 +28,6 @@ import ast
 import itertools
 from typing import Callable, Iterable, Iterator
 
-from packaging.version import Version
-
 from lint_plugin.engine.absint import (
     TRUE,
     State,
@@ -45,6 +43,7 @@ from lint_plugin.engine.interpreter import Facts
 from lint_plugin.engine.program import Program, function_index, is_falsy_constant
 from selector_patch.records import Record, TupleRecord
 from selector_patch.roles import FLASH_FALLBACK, ROLES
+from selector_patch.versions import is_packaging_version
 
 #: Roles TE tells apart by the returned flash version.
 FLASH_ROLES = tuple(name for name, role in ROLES.items() if role.flash_major is not None)
@@ -64,10 +63,10 @@ class FlashVersion(Record):
     #: The installed release, where the witness pins it.
     release: str | None = None
 
-    def _order(self, other: object) -> tuple[Version, Version]:
-        if self.release is None or not self.installed or not isinstance(other, Version):
+    def _order(self, other: object) -> tuple[object, object]:
+        if self.release is None or not self.installed or not is_packaging_version(other):
             raise TypeError("the flash version is not known here")
-        return Version(self.release), other
+        return type(other)(self.release), other
 
     def __lt__(self, other: object) -> bool:
         mine, theirs = self._order(other)

@@ -17,7 +17,7 @@ import ast
 from typing import Any, Collection
 
 from lint_plugin.engine.interpret.folding import compare_objects
-from lint_plugin.engine.program import Program, function_index
+from lint_plugin.engine.program import Program, descendants, function_index
 
 
 def indistinct(program: Program, field: str, values: Collection[Any]) -> bool:
@@ -52,7 +52,7 @@ def indistinct(program: Program, field: str, values: Collection[Any]) -> bool:
     alike: set[ast.AST] = set()
     for part in parts:
         for node in (
-            n for whole in (part if type(part) is list else [part]) for n in ast.walk(whole)
+            n for whole in (part if type(part) is list else [part]) for n in descendants(whole)
         ):
             if isinstance(node, ast.Assign) and reads_field(node.value):
                 alike.add(node.value)

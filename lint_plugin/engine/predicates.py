@@ -17,6 +17,7 @@ import copy
 import functools
 from typing import Collection, Mapping
 
+from lint_plugin.engine.program import descendants
 from selector_patch.records import TupleRecord
 
 #: How deep predicates calling predicates are expanded (a cycle stops here, unexpanded).
@@ -45,7 +46,7 @@ def module_functions(module: ast.Module) -> dict[str, ast.FunctionDef]:
         elif isinstance(
             node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom)
         ):
-            for target in ast.walk(node):
+            for target in descendants(node):
                 if isinstance(target, ast.Name) and not isinstance(target.ctx, ast.Load):
                     rebound.add(target.id)
                 elif isinstance(target, ast.alias):
@@ -92,7 +93,7 @@ def _shape(function: ast.FunctionDef) -> Predicate | None:
 
 def _reads_only(predicate: Predicate, allowed: set[str]) -> bool:
     names = allowed | set(predicate.params)
-    for node in ast.walk(predicate.expression):
+    for node in descendants(predicate.expression):
         if isinstance(node, _IMPURE):
             return False
         if isinstance(node, ast.Name) and node.id not in names:

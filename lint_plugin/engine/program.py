@@ -558,6 +558,7 @@ class Program:
         self._named: dict[tuple[str, ast.AST], frozenset[str]] = {}
         self._branch_keys: dict[ast.If, frozenset[str]] = {}
         self._raises: dict[ast.AST, bool] = {}
+        self._results: dict[str, frozenset[str]] = {}
         #: Walks the expressions the index did not keep (`facts`); it keeps nothing itself.
         self._walker = _Walker(self.parameter, self.names, index=False)
         self._blocks: dict[ast.stmt, list[list[ast.stmt]]] = {}
@@ -650,13 +651,17 @@ class Program:
         return answer
 
     def results_of(self, callee: str) -> frozenset[str]:
-        """Names assigned the result of a call to `callee` (by name or as an attribute)."""
-        return frozenset(
-            name
-            for node in function_index(self.function).assignments
-            if isinstance(node.value, ast.Call) and _callee(node.value) == callee
-            for name in self.assigned(node)
-        )
+        """Names assigned the result of a call to `callee` (by name or as an attribute); kept,
+        as the strategy asks it of each backend and hazard."""
+        found = self._results.get(callee)
+        if found is None:
+            found = self._results[callee] = frozenset(
+                name
+                for node in function_index(self.function).assignments
+                if isinstance(node.value, ast.Call) and _callee(node.value) == callee
+                for name in self.assigned(node)
+            )
+        return found
 
     def reads(self, node: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
         """Names (dotted attribute names too) a node loads, and `AttentionParams` fields read."""
@@ -675,11 +680,13 @@ class Program:
         """`closure_reads`, in bits."""
         cached = self._closure_reads.get(node)
         if cached is None:
-            self._closure_reads[node] = 0  # a helper that calls itself adds nothing new
-            bits = self.facts(node).loads
-            for helper in self.called_helpers(node):
-                bits |= self.read_bits(helper.node)
-            cached = self._closure_reads[node] = bits
+            facts = self.facts(node)
+            cached = facts.loads
+            if facts.calls:  # most nodes call nothing: no helper to read into
+                self._closure_reads[node] = 0  # a helper that calls itself adds nothing new
+                for helper in self.called_helpers(node):
+                    cached |= self.read_bits(helper.node)
+            self._closure_reads[node] = cached
         return cached
 
     def calls_helper(self, node: ast.AST) -> bool:
@@ -839,9 +846,9 @@ class Program:
 def _comprehension_variables(node: ast.Assign) -> set[str]:
     return {
         name.id
-        for generator in ast.walk(node.value)
+        for generator in descendants(node.value)
         if isinstance(generator, ast.comprehension)
-        for name in ast.walk(generator.target)
+        for name in descendants(generator.target)
         if isinstance(name, ast.Name)
     }
 

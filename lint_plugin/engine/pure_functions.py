@@ -20,6 +20,7 @@ import ast
 from typing import Collection, Mapping
 
 from lint_plugin.engine.predicates import Predicate, module_functions
+from lint_plugin.engine.program import descendants
 
 #: `str` methods that read their receiver and arguments only (`qkv_layout.split("_")`).
 PURE_METHODS = frozenset(
@@ -77,7 +78,7 @@ def _free_names(function: ast.FunctionDef) -> frozenset[str] | None:
     params = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
     body = [*function.body, *arguments.defaults, *(d for d in arguments.kw_defaults if d)]
     loads, stores = set(), set()
-    for node in (node for part in body for node in ast.walk(part)):
+    for node in (node for part in body for node in descendants(part)):
         if isinstance(node, ast.stmt) and not isinstance(node, _STATEMENTS):
             return None
         if isinstance(node, _IMPURE):

@@ -30,6 +30,8 @@ from lint_plugin.engine.program import DEFINITIONS, Program, heads
 JUMPS = (ast.Raise, ast.Assert, ast.Break, ast.Continue)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 TRIES = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
+#: Simple statements that are needed exactly when they write a live name (`Slice._block`).
+_PLAIN = frozenset((ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.Delete))
 
 
 class Slice:
@@ -53,9 +55,19 @@ class Slice:
         return stmt in self._needed or stmt not in self._visited
 
     def _block(self, body: list[ast.stmt], live: int) -> tuple[int, bool]:
-        """Walk `body` backwards; the names live before it, and whether any of it is needed."""
+        """Walk `body` backwards; the names live before it, and whether any of it is needed.
+        A simple statement other than a jump is decided here, without a call of `_stmt`: most
+        statements are."""
         any_needed = False
+        program, visited, kept = self.program, self._visited, self._needed
         for stmt in reversed(body):
+            if type(stmt) in _PLAIN:
+                visited.add(stmt)
+                if program.write_bits(stmt) & live:
+                    live |= program.read_bits(stmt)
+                    kept.add(stmt)
+                    any_needed = True
+                continue
             live, needed = self._stmt(stmt, live)
             any_needed |= needed
         return live, any_needed

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from lint_plugin.mine.devices import Arch
-from selector_patch.scenario import Condition, Scenario
+from selector_patch.scenario import Condition, sm_name
 
 #: A refusal: the library raises (`assert`, `raise`, `TORCH_CHECK`).
 REFUSAL = "refusal"
@@ -85,7 +85,7 @@ class Case:
 
 def sms(architectures: Iterable[Arch]) -> str:
     """`sm120, sm121`: architectures as TE's log lines name them."""
-    return ", ".join(Scenario(compute_capability=arch).sm for arch in architectures)
+    return ", ".join(sm_name(arch) for arch in architectures)
 
 
 def with_backward(triggers: Iterable[Condition], backward: bool) -> tuple[Condition, ...]:

@@ -27,7 +27,7 @@ from lint_plugin.engine.interpret.evaluators import arithmetic, evaluator
 from lint_plugin.engine.interpret.folding import element_of, join_all_values, known_items
 from lint_plugin.engine.interpret.frames import Frame, LocalFunction, Loop
 from lint_plugin.engine.interpret.refinement import refiner
-from lint_plugin.engine.program import Program, target_names
+from lint_plugin.engine.program import Program, descendants, target_names
 
 if TYPE_CHECKING:
     from lint_plugin.engine.interpreter import Interpreter
@@ -44,7 +44,7 @@ class Statements:
 
     def _opaque(self, stmt: ast.stmt, state: State, frame: Frame) -> State:
         """A statement the interpreter does not model: whatever it binds becomes unknown."""
-        for node in ast.walk(stmt):
+        for node in descendants(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 self.store(node.id, unknown(), state)
         return state

@@ -1,0 +1,59 @@
+"""`selector_patch.versions` orders versions as `packaging` does, reading plain ones itself."""
+
+import itertools
+import subprocess
+import sys
+
+import pytest
+from packaging.version import InvalidVersion, Version
+
+from selector_patch.versions import compare, is_packaging_version, lazy, order, valid
+
+#: Plain releases (read here) and other spellings (left to packaging), mixed.
+SPELLINGS = [
+    "0", "0.0", "1", "1.0", "1.0.0", "2.1.1", "2.01.1", "2.6.3", "2.7.3", "2.7.4.post1",
+    "2.8.4", "4.0.0a1", "4.0.0b5", "4.0.0b31", "4.0.0b36", "4.0.0rc1", "4.0.0", "4.0.0.dev1",
+    "4.0.0beta36", "4.0.0B31", "1!0.1", "4.0.0+local", "10.0",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("a", "b"), list(itertools.product(SPELLINGS, repeat=2)))
+def test_compare_is_packaging_order(a, b):
+    expected = (Version(a) > Version(b)) - (Version(a) < Version(b))
+    assert compare(a, b) == expected
+
+
+def test_order_sorts_as_packaging_does():
+    assert sorted(SPELLINGS, key=order) == sorted(SPELLINGS, key=Version)
+
+
+@pytest.mark.parametrize("text", [*SPELLINGS, "", "x", "1..2", "4.0.0b", "v", "1.0-"])
+def test_valid_is_packaging_validity(text):
+    try:
+        Version(text)
+    except InvalidVersion:
+        expected = False
+    else:
+        expected = True
+    assert valid(text) == expected
+
+
+def test_an_invalid_version_raises_as_packaging_does():
+    with pytest.raises(InvalidVersion):
+        compare("4.0.0", "not a version")
+
+
+def test_a_lazy_import_is_the_function_when_called():
+    parse = lazy("packaging.version", "parse")
+    assert parse("4.0.0b36") == Version("4.0.0b36")
+    assert is_packaging_version(parse("2.8.4")) and not is_packaging_version("2.8.4")
+
+
+def test_plain_releases_do_not_import_packaging():
+    code = (
+        "import sys; from selector_patch.versions import compare, valid;"
+        " assert compare('4.0.0b36', '4.0.0') < 0 and valid('2.8.4');"
+        " print('packaging.version' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
