@@ -170,18 +170,17 @@ class TupleRecord(tuple, metaclass=_TupleRecordType):
         fields, name = cls._fields, cls.__name__
         if len(args) > len(fields):
             raise TypeError(f"{name}() takes {len(fields)} arguments, {len(args)} given")
-        given = dict(zip(fields, args))
+        given = {**cls._field_defaults, **dict(zip(fields, args))}
         for field, value in kwargs.items():
             if field not in fields:
                 raise TypeError(f"{name}() got an unexpected argument {field!r}")
-            if field in given:
+            if field in fields[: len(args)]:
                 raise TypeError(f"{name}() got {field!r} twice")
             given[field] = value
-        missing = [field for field in fields[: cls._required] if field not in given]
-        if missing:
+        if len(given) < len(fields):
+            missing = [field for field in fields if field not in given]
             raise TypeError(f"{name}() missing {', '.join(map(repr, missing))}")
-        defaults = cls._field_defaults
-        return tuple(given[f] if f in given else defaults[f] for f in fields)
+        return tuple(map(given.__getitem__, fields))
 
     def _replace(self, **changes: Any) -> Any:
         """A copy with `changes` (`namedtuple._replace`)."""

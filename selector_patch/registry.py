@@ -39,6 +39,10 @@ def _specifier(affected: str):
     return SpecifierSet(affected, prereleases=True)
 
 
+#: The operators of `Evidence.affected`'s clauses, longer first (`_comparisons`).
+_OPERATORS = ("===", "~=", "==", "!=", "<=", ">=", "<", ">")
+
+
 class Spelling(Record):
     """How one range of kernel releases writes the refusal (the check moved and changed)."""
 
@@ -105,11 +109,18 @@ class Evidence(Record):
     def _comparisons(self) -> list[tuple[str, str]]:
         """`affected`'s clauses as `SpecifierSet` splits them (at commas), each as (operator,
         version text), read without importing `packaging.specifiers` (see `fixed_in`)."""
-        clauses = [part.strip() for part in self.affected.split(",")]
-        matches = [
-            re.fullmatch(r"(===|~=|==|!=|<=|>=|<|>)\s*([^\s*]+)", clause) for clause in clauses
-        ]
-        return [(match[1], match[2]) for match in matches if match]
+        found = []
+        for clause in (part.strip() for part in self.affected.split(",")):
+            for operator in _OPERATORS:  # `(===|~=|...)\s*([^\s*]+)`, without compiling it
+                version = clause[len(operator) :].lstrip()
+                if (
+                    clause.startswith(operator)
+                    and version
+                    and not any(char.isspace() or char == "*" for char in version)
+                ):
+                    found.append((operator, version))
+                    break
+        return found
 
 
 class Control(TupleRecord):
@@ -577,7 +588,8 @@ FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD = Hazard(
 )
 
 SECTIONS = ("determinism", "head_dim", "num_splits", "compute_capability")
-HAZARD_ID = re.compile(r"TEA0[0-9]{2}")
+#: What a hazard's id must match: a flake8 code of TEA's (compiled where a hazard is declared).
+HAZARD_ID = r"TEA0[0-9]{2}"
 
 
 def _present(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -616,7 +628,7 @@ def _hazard_from_mapping(data: Mapping[str, Any], where: str) -> Hazard:
     if unknown:
         raise ValueError(f"{where}.{unknown[0]}: unknown key; known: {sorted(known)}")
     hazard_id = _require(data, "id", str, where)
-    if not HAZARD_ID.fullmatch(hazard_id):
+    if not re.fullmatch(HAZARD_ID, hazard_id):
         raise ValueError(f"{where}.id: {hazard_id!r} must look like TEA0NN (a flake8 code)")
     backend = _require(data, "backend", str, where)
     if backend not in PACKAGE_FIELD:

@@ -11,24 +11,35 @@ any other spelling, and any pair with one, is left to `packaging.version.Version
 from __future__ import annotations
 
 import functools
-import re
 import sys
 from typing import Any, Callable
 
-_PLAIN = re.compile(r"(\d+(?:\.\d+)*)(?:(a|b|rc)(\d+))?")
 #: A pre-release's rank; a release without one comes after all of them.
-_PRE = {"a": 0, "b": 1, "rc": 2, None: 3}
+_PRE = {"a": 0, "b": 1, "rc": 2}
+_FINAL = 3
 
 
 @functools.lru_cache(maxsize=256)
 def _plain_key(text: str) -> tuple[tuple[int, ...], int, int] | None:
-    match = _PLAIN.fullmatch(text)
-    if match is None:
+    """`text` as (release, pre-release rank, pre-release number), where it is plain (read
+    without a regular expression: compiling one costs more than all this reads)."""
+    release, rank, number = text, _FINAL, "0"
+    for marker in ("rc", "a", "b"):
+        head, found, tail = text.partition(marker)
+        if found:
+            release, rank, number = head, _PRE[marker], tail
+            break
+    parts = release.split(".")
+    if not all(_is_number(part) for part in (*parts, number)):
         return None
-    release = [int(part) for part in match[1].split(".")]
-    while len(release) > 1 and release[-1] == 0:
-        release.pop()
-    return tuple(release), _PRE[match[2]], int(match[3] or 0)
+    numbers = [int(part) for part in parts]
+    while len(numbers) > 1 and numbers[-1] == 0:
+        numbers.pop()
+    return tuple(numbers), rank, int(number)
+
+
+def _is_number(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def compare(a: str, b: str) -> int:

@@ -13,7 +13,7 @@ from selector_patch.versions import compare, is_packaging_version, lazy, order, 
 SPELLINGS = [
     "0", "0.0", "1", "1.0", "1.0.0", "2.1.1", "2.01.1", "2.6.3", "2.7.3", "2.7.4.post1",
     "2.8.4", "4.0.0a1", "4.0.0b5", "4.0.0b31", "4.0.0b36", "4.0.0rc1", "4.0.0", "4.0.0.dev1",
-    "4.0.0beta36", "4.0.0B31", "1!0.1", "4.0.0+local", "10.0",
+    "4.0.0beta36", "4.0.0B31", "1!0.1", "4.0.0+local", "10.0", "1.0a", "1.0rc", "1.0c1",
 ]  # fmt: skip
 
 
@@ -27,7 +27,11 @@ def test_order_sorts_as_packaging_does():
     assert sorted(SPELLINGS, key=order) == sorted(SPELLINGS, key=Version)
 
 
-@pytest.mark.parametrize("text", [*SPELLINGS, "", "x", "1..2", "4.0.0b", "v", "1.0-"])
+@pytest.mark.parametrize(
+    "text",
+    [*SPELLINGS, "", "x", "1..2", ".1", "1.", "4.0.0b", "v", "1.0-", "a1", "1.0b1b2", "1.0rc1a"]
+    + ["1.0c1", "1.0pre1", "\u0661.\u0660", "1.0\u00b2", "1.0a\u0661"],
+)
 def test_valid_is_packaging_validity(text):
     try:
         Version(text)

@@ -61,7 +61,6 @@ from lint_plugin.engine.guardable import guard_paths
 from lint_plugin.engine.indistinct import indistinct
 from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
 from lint_plugin.engine.predicates import module_functions
-from lint_plugin.engine.kernel_calls import kernel_facts
 from lint_plugin.engine.program import Program, function_index
 from lint_plugin.engine.settled import Settled
 from lint_plugin.engine.slicing import Slice
@@ -244,8 +243,13 @@ def witness_inputs(hazard: Hazard) -> tuple[str, ...]:
 
 def witness_params(hazard: Hazard, dialect: Dialect, witness: Scenario) -> dict[str, object]:
     """The `AttentionParams` fields behind the witness's inputs, valued as in `witness`."""
+    return bound_params(witness_inputs(hazard), dialect, witness)
+
+
+def bound_params(inputs: Sequence[str], dialect: Dialect, witness: Scenario) -> dict[str, object]:
+    """The `AttentionParams` fields behind `inputs`, valued as in `witness`."""
     params: dict[str, object] = {}
-    for name in witness_inputs(hazard):
+    for name in inputs:
         params.update(dialect.bindings(name, witness))
     return params
 
@@ -296,11 +300,11 @@ def joint_facts(
     capabilities = (witness.compute_capability for _, witness in items)
     backward = (witness.backward for _, witness in items)
     grad_mode = one_of(backward, frozenset((BACKWARD_FIELD,)))
-    validator, validated = (
-        kernel_facts([witness for _, witness in items], dialect.module_text_names)
-        if given.kernels
-        else ({}, {})
-    )
+    validator, validated = {}, {}
+    if given.kernels:  # the miner's runs alone: flake8's never load `kernel_calls`
+        from lint_plugin.engine.kernel_calls import kernel_facts
+
+        validator, validated = kernel_facts([w for _, w in items], dialect.module_text_names)
     names = {**dialect.torch_dtypes, **dialect.module_names, **validator}
     installed = dialect.installed(backend)
     if installed:
@@ -890,12 +894,13 @@ def analyze_source(
 def _distinct_witnesses(hazard: Hazard, dialect: Dialect) -> list[Scenario]:
     """Witnesses that differ in what the analysis binds (environments are not bound)."""
     seen, distinct = set(), []
+    inputs = witness_inputs(hazard)
     for witness in hazard.witnesses(environments=False):
         key = (
             witness.compute_capability,
             witness.backward,
             witness_version(hazard, dialect, witness),
-            tuple(sorted(witness_params(hazard, dialect, witness).items())),
+            tuple(sorted(bound_params(inputs, dialect, witness).items())),
         )
         if key not in seen:
             seen.add(key)

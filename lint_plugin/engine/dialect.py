@@ -556,12 +556,12 @@ def _built_constant(node: ast.expr) -> Any:
     evaluating it runs nothing of the module's."""
     own = {
         name.id
-        for comprehension in ast.walk(node)
+        for comprehension in descendants(node)
         if isinstance(comprehension, ast.comprehension)
-        for name in ast.walk(comprehension.target)
+        for name in descendants(comprehension.target)
         if isinstance(name, ast.Name)
     }
-    for child in ast.walk(node):
+    for child in descendants(node):
         if not isinstance(child, _CONSTANT_NODES):
             return _NOT_LITERAL
         if isinstance(child, ast.Call) and not (

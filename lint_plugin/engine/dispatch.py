@@ -123,12 +123,12 @@ def return_shape(program: Program, dialect: Dialect) -> ReturnShape | None:
 def _split_at(program: Program, flags: dict[str, str], selection: set[str]) -> ast.stmt | None:
     """The first top-level statement that reads a flash flag and, somewhere inside, assigns
     the gate or the version something not falsy."""
-    flag_names = set(flags.values())
+    flag_bits, selection_bits = program.names.bits(flags.values()), program.names.bits(selection)
     for node, top in function_index(program.function).own_assignments:
         if (
-            program.assigned(node) & selection
+            program.stored_bits(node) & selection_bits
             and not is_falsy_constant(node.value)
-            and program.reads_any(top, flag_names)
+            and program.read_bits(top) & flag_bits
         ):
             return top
     return None

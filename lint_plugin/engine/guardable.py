@@ -48,8 +48,8 @@ def _visit(
     own, not a closure: a recursive closure is a cycle, which would keep the program alive until
     a collection of the cyclic garbage.)"""
     for stmt in body:
-        if isinstance(stmt, DEFINITIONS):
-            continue
+        if isinstance(stmt, DEFINITIONS) or not program.kill_bits(stmt) & killed:
+            continue  # nothing in it switches a flag off: no path ends there
         if isinstance(stmt, ast.If):
             path, path_reads = (*tests, stmt.test), reads | program.read_bits(stmt.test)
             if path_reads & read and any(program.kill_bits(inner) & killed for inner in stmt.body):

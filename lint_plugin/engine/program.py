@@ -798,15 +798,20 @@ class Program:
         comprehension variables left out) and what its value reads, fields included."""
         names, found = self.names, []
         for node in function_index(self.function).assignments:
-            # Plain names, the usual targets, load nothing: the statement reads what its value
-            # reads, and its facts are at hand.
-            plain = all(type(target) is ast.Name for target in node.targets)
-            value = self.facts(node if plain else node.value)
-            targets = self._stored(self.facts(node))
-            named = names.bits(name for target in node.targets for name in target_names(target))
+            facts = self.facts(node)
+            targets = self._stored(facts)
+            if len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
+                # A plain name, the usual target, loads nothing: the statement reads what its
+                # value reads, and its facts are at hand.
+                value, named = facts, names.of(node.targets[0].id)
+            else:
+                plain = all(type(target) is ast.Name for target in node.targets)
+                value = facts if plain else self.facts(node.value)
+                named = names.bits(n for target in node.targets for n in target_names(target))
             if targets & ~named:  # a comprehension's variable, or a walrus, bound in the value
                 targets &= ~names.bits(_comprehension_variables(node))
-            found.append((targets, value.loads | names.bits(value.fields)))
+            reads = value.loads | names.bits(value.fields) if value.fields else value.loads
+            found.append((targets, reads))
         return found
 
     def mutated(self, stmt: ast.Expr) -> list[str]:
