@@ -143,7 +143,6 @@ class _TupleRecordType(type):
         cls = super().__new__(mcls, name, bases, namespace)
         if bases != (tuple,):
             cls._fields, cls._field_defaults = fields, defaults
-            cls._required = len(fields) - len(defaults)
             for index, field in enumerate(fields):
                 setattr(cls, field, _tuplegetter(index, f"Field {index}: {field}."))
         return cls
@@ -156,8 +155,6 @@ class TupleRecord(tuple, metaclass=_TupleRecordType):
     #: The field names, in declaration order, and the defaults of those that have one.
     _fields: ClassVar[tuple[str, ...]] = ()
     _field_defaults: ClassVar[dict[str, Any]] = {}
-    #: How many leading fields have no default.
-    _required: ClassVar[int] = 0
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         if kwargs or len(args) != len(cls._fields):
@@ -190,6 +187,7 @@ class TupleRecord(tuple, metaclass=_TupleRecordType):
         return tuple.__new__(type(self), values)
 
     def _asdict(self) -> dict[str, Any]:
+        """The fields by name (`namedtuple._asdict`)."""
         return dict(zip(self._fields, self))
 
     def __getnewargs__(self) -> tuple[Any, ...]:  # pickled as its values (`copy`, `pickle`)

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Mapping, NamedTuple
 
-from packaging.version import InvalidVersion, Version
+from selector_patch.versions import valid as valid_version
 
 #: Every TE release on PyPI from the first with today's selector shape to the newest studied.
 CORPUS_RELEASES: tuple[str, ...] = (
@@ -72,7 +72,7 @@ def resolve(spec: str) -> SelectorSource:
         return _from_file(path)
     if spec == "installed":
         return _from_installed()
-    if is_version(spec):
+    if valid_version(spec):
         root = _release_tree(spec)
         return SelectorSource(_find_selector(root, spec), root, _tree_version(root), "release")
     raise SourceError(spec, "no such file or directory, and not `installed` or a TE version")
@@ -181,15 +181,6 @@ def _from_installed() -> SelectorSource:
     return SelectorSource(
         _find_selector(root, "installed"), root, distribution.version, "installed"
     )
-
-
-def is_version(spec: str) -> bool:
-    """Whether `spec` is a PEP 440 version (a release to fetch, or a package version)."""
-    try:
-        Version(spec)
-    except InvalidVersion:
-        return False
-    return True
 
 
 def _release_tree(version: str) -> Path:

@@ -31,7 +31,7 @@ from packaging.version import Version
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
 from selector_patch.roles import ROLES
 from selector_patch.scenario import Scenario
-from selector_patch.sources import is_version
+from selector_patch.versions import valid as valid_version
 from selector_patch.snapshot import comparisons as reading
 from selector_patch.snapshot.comparisons import Comparison, Expression
 from selector_patch.snapshot.covering import pair_rows, singles_of
@@ -486,7 +486,7 @@ def _named_versions(role: str, comparisons: Sequence[Comparison], hazards) -> li
     for hazard in hazards:
         if hazard.backend == role:
             versions.update((hazard.kernel_version, *hazard.older_kernel_versions))
-    return sorted((v for v in versions if is_version(v)), key=Version)
+    return sorted((v for v in versions if valid_version(v)), key=Version)
 
 
 def _package_levels(field: str, base: Any, comparisons: Sequence[Comparison], hazards) -> Values:

@@ -355,6 +355,11 @@ def _if(program: Program, node: ast.If) -> Executor:
             if interpreter.observer is not None:
                 joined = join_states(then_in, else_in) or state
                 interpreter.observer.on_if(interpreter, node, value, joined)
+            # Each side learns what the helper's truth says (a one-line helper's expression).
+            if then_in is not None:
+                then_in = narrow(interpreter, True, then_in, EMPTY_MAPPING)
+            if else_in is not None:
+                else_in = narrow(interpreter, False, else_in, EMPTY_MAPPING)
         else:
             operands = EMPTY_MAPPING
             if recorded is None:
