@@ -22,7 +22,6 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Mapping
 
-
 from lint_plugin.engine.absint import Value, const
 from lint_plugin.engine.interpret.folding import PURE_BUILTINS
 from lint_plugin.engine.predicates import Predicate, module_predicates

@@ -31,7 +31,6 @@ from packaging.version import Version
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
 from selector_patch.roles import ROLES
 from selector_patch.scenario import Scenario
-from selector_patch.versions import valid as valid_version
 from selector_patch.snapshot import comparisons as reading
 from selector_patch.snapshot.comparisons import Comparison, Expression
 from selector_patch.snapshot.covering import pair_rows, singles_of
@@ -43,6 +42,7 @@ from selector_patch.snapshot.values import (
     ordered_values,
 )
 from selector_patch.testing.inputs import ALIASES, ENV_PREFIX, JOINT, SCENARIO_FIELDS
+from selector_patch.versions import valid as valid_version
 
 if TYPE_CHECKING:
     from selector_patch.harness import LoadedSelector

@@ -69,16 +69,11 @@ def opaque_read(name: frozenset[str], value: Value) -> Value:
 
 def _constant(program: Program, node: ast.Constant) -> Evaluator:
     """The evaluator of every literal equal to this one (of its type), made on the first."""
-    key = (type(node.value), node.value)
-    try:
-        shared = program.name_evaluators.get(key)
-    except TypeError:  # an unhashable literal
-        key = shared = None
+    key = (type(node.value), node.value)  # literals are hashable; 1 and True stay apart
+    shared = program.name_evaluators.get(key)
     if shared is None:
         value = const(node.value)
-        shared = lambda interpreter, state: value  # noqa: E731
-        if key is not None:
-            program.name_evaluators[key] = shared
+        shared = program.name_evaluators[key] = lambda interpreter, state: value
     return shared
 
 
