@@ -6,7 +6,8 @@ witness pins (determinism, training, dropout, head dims, ...), whether a backwar
 `requires_backward` field, or autograd's own answer), the backend's "package is installed" flag
 (False where the versions TE's import accepts miss every affected one: `admits_affected`), its
 release where the selector compares the installed version, and the module's constants.
-Everything else - `NVTE_*` variables, cuDNN's answer, every other field of `AttentionParams` -
+Everything else - `NVTE_*` variables, cuDNN's answer, every other field of `AttentionParams`,
+and in a run about a flash backend whether the other backends are available (`run_slice`) -
 stays unknown. The hazard is GUARDED iff no reachable return of any witness can make TE run the
 backend, so a guarded verdict holds whatever the rest of the environment is; otherwise it is
 REACHABLE and the first witness that reaches it is reported. What a return selects: TE 1.9 - 2.1
@@ -174,15 +175,45 @@ class Selector:
 
     @functools.cached_property
     def relevant(self) -> Slice:
-        """The statements that can affect a backend flag or the flash selection: one slice
-        serves every run about this selector. A run that asks about one flag executes a few
-        statements more than that flag's own slice would keep (on TE 2.20.2, 457 of 669
-        against 433), which costs less than building a slice per flag.
+        """The statements that can affect a backend flag or the flash selection: the plain
+        call's slice, and that of a run about a backend that is not a flash one."""
+        return self._slice(self.dialect.backend_flags)
+
+    def run_slice(self, role: str) -> tuple[Slice, frozenset[str]]:
+        """The slice a witness run about `role` executes, and the flags it reads as unknown
+        (`Facts.opaque`).
+
+        A run about a flash backend takes the other backends' availability as unknown: their
+        flags read as unknown, and what only they are computed from does not run (on TE 2.20.2,
+        cuDNN's query and its arguments, the score_mod reasons: 160 - 220 statements a run
+        instead of 410 - 500). A flash flag reads them where TE prefers FusedAttention
+        (`if use_flash_attention and use_fused_attention and ...: use_flash_attention = False`),
+        and without cuDNN's answer FusedAttention's flag is never known on there: known off, it
+        leaves the flash flag as it was, where unknown leaves it possibly on, which is the same
+        verdict; and a run that finds the backend off with them unknown finds it off whatever
+        they hold. One slice serves every flash role, since each asks which flash version is
+        returned and so reads every flash flag; a run about another role executes `relevant`.
         """
-        roots = set(self.dialect.backend_flags)
+        if role not in FLASH_ROLES:
+            return self.relevant, frozenset()
+        return self._flash_slice
+
+    @functools.cached_property
+    def _flash_slice(self) -> tuple[Slice, frozenset[str]]:
+        """`run_slice` of the flash roles: their flags and what those are `and`-ed from are the
+        roots, the other backend flags are cut."""
+        dialect = self.dialect
+        flash = {flag for role, flag in dialect.roles().items() if role in FLASH_ROLES}
+        roots = flash.union(*(dialect.sources(flag) for flag in flash))
+        others = dialect.backend_flags - roots
+        return self._slice(roots, others), others
+
+    def _slice(self, flags: frozenset[str] | set[str], cut: frozenset[str] = frozenset()) -> Slice:
+        """The slice of `flags` and the flash selection, the names in `cut` read as unknown."""
+        roots = set(flags)
         if self.shape is not None:
             roots.update((self.shape.gate, self.shape.version))
-        return Slice(self.program, frozenset(roots))
+        return Slice(self.program, frozenset(roots), cut)
 
 
 @functools.lru_cache(maxsize=2)
@@ -851,8 +882,11 @@ def _enabled(
     shape = prepared.shape if role in FLASH_ROLES else None
     settled = prepared.settled(role)
     stop = None if settled is None else settled.off
+    relevant, unknown_flags = prepared.run_slice(role)
+    if unknown_flags:
+        facts = facts._replace(opaque=facts.opaque | unknown_flags)
     if shape is None:
-        interpreter = Interpreter(prepared.program, facts, observer, prepared.relevant)
+        interpreter = Interpreter(prepared.program, facts, observer, relevant)
         returns = interpreter.run(stop=stop)
         return [s.vars[flag] for s in returns if flag in s.vars and s.vars[flag].truth is not False]
     split = None if shape.split_at is None else (shape.split_at, partition(shape.flags.values()))
@@ -860,7 +894,7 @@ def _enabled(
     while pending:
         installed = pending.pop()
         run_facts = package_facts(facts, prepared.dialect, installed)
-        interpreter = Interpreter(prepared.program, run_facts, observer, prepared.relevant)
+        interpreter = Interpreter(prepared.program, run_facts, observer, relevant)
         returns = interpreter.run(split=split, stop=stop)
         enabled, undecided = [], set()
         for state, package in selecting_states(returns, shape, role):

@@ -17,6 +17,10 @@ still counts as a point where an exception may leave for the handler (see the in
 Jumps (`raise`, `assert`, `break`, `continue`) run whenever the block around them runs: they are
 never skipped on their own, and they do not make the block around them needed.
 
+Names may be cut from a slice: a run with that slice reads them as unknown (`Facts.opaque`), so
+what they were computed from cannot matter to it, and reading one does not make it live. A run
+about a flash backend cuts the other backends' flags (`analysis.Selector.run_slice`).
+
 The live names are `Program.names` bits, as are what each statement reads and writes.
 """
 
@@ -35,10 +39,15 @@ _PLAIN = frozenset((ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass
 
 
 class Slice:
-    """The statements of `program` that may affect the final values of `roots`."""
+    """The statements of `program` that may affect the final values of `roots`, where the
+    names in `cut` read as unknown."""
 
-    def __init__(self, program: Program, roots: frozenset[str]) -> None:
+    def __init__(
+        self, program: Program, roots: frozenset[str], cut: frozenset[str] = frozenset()
+    ) -> None:
         self.program = program
+        #: The bits a read makes live: all but the cut names'.
+        self._readable = ~program.names.bits(cut)
         #: Each body as a run with this slice executes it (`Interpreter.plan`), kept here rather
         #: than on the program, which would make a cycle of the two: what an analysis compiled
         #: is then freed when it is released, not at the next collection of the cyclic garbage.
@@ -59,12 +68,12 @@ class Slice:
         A simple statement other than a jump is decided here, without a call of `_stmt`: most
         statements are."""
         any_needed = False
-        program, visited, kept = self.program, self._visited, self._needed
+        program, visited, kept, readable = self.program, self._visited, self._needed, self._readable
         for stmt in reversed(body):
             if type(stmt) in _PLAIN:
                 visited.add(stmt)
                 if program.write_bits(stmt) & live:
-                    live |= program.read_bits(stmt)
+                    live |= program.read_bits(stmt) & readable
                     kept.add(stmt)
                     any_needed = True
                 continue
@@ -86,7 +95,7 @@ class Slice:
         elif not program.blocks(stmt):
             needed = bool(program.write_bits(stmt) & live)
             if needed:
-                live = live | program.read_bits(stmt)
+                live = live | (program.read_bits(stmt) & self._readable)
         else:
             live, needed = self._compound(stmt, live)
         if needed:
@@ -99,6 +108,8 @@ class Slice:
         for head in heads(stmt):
             head_reads |= program.read_bits(head)
             written_by_heads |= program.expression_write_bits(head)
+        reads_live = bool(head_reads & live)
+        head_reads &= self._readable
         if isinstance(stmt, LOOPS):
             entry, needed = live, False
             while True:  # what one iteration needs feeds the iteration before it
@@ -125,11 +136,7 @@ class Slice:
                 before, block_needed = self._block(block, live)
                 live_in |= before
                 needed |= block_needed
-        needed = (
-            needed
-            or bool(written_by_heads & live)
-            or (bool(head_reads & live) and program.raises(stmt))
-        )
+        needed = needed or bool(written_by_heads & live) or (reads_live and program.raises(stmt))
         if not needed:
             return live, False
         return live_in | head_reads, True
