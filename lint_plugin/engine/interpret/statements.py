@@ -26,7 +26,6 @@ from lint_plugin.engine.absint import (
 from lint_plugin.engine.interpret.evaluators import arithmetic, evaluator
 from lint_plugin.engine.interpret.folding import element_of, join_all_values, known_items
 from lint_plugin.engine.interpret.frames import Frame, LocalFunction, Loop
-from lint_plugin.engine.interpret.refinement import refiner
 from lint_plugin.engine.program import Program, descendants, target_names
 
 if TYPE_CHECKING:
@@ -334,7 +333,7 @@ def _if(program: Program, node: ast.If) -> Executor:
     """Both branches of an undecided test run, each on the state refined by the test's truth,
     and join where they meet; a decided one runs its branch alone."""
     test, body, orelse = node.test, node.body, node.orelse
-    test_of, narrow = evaluator(program, test), refiner(program, test)
+    test_of = evaluator(program, test)
     negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
     call = test.operand if negated else test
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
@@ -357,9 +356,9 @@ def _if(program: Program, node: ast.If) -> Executor:
                 interpreter.observer.on_if(interpreter, node, value, joined)
             # Each side learns what the helper's truth says (a one-line helper's expression).
             if then_in is not None:
-                then_in = narrow(interpreter, True, then_in, EMPTY_MAPPING)
+                then_in = interpreter.refine(test, True, then_in)
             if else_in is not None:
-                else_in = narrow(interpreter, False, else_in, EMPTY_MAPPING)
+                else_in = interpreter.refine(test, False, else_in)
         else:
             operands = EMPTY_MAPPING
             if recorded is None:
@@ -379,8 +378,9 @@ def _if(program: Program, node: ast.If) -> Executor:
             elif truth is False:
                 then_in, else_in = None, state
             else:
-                then_in = narrow(interpreter, True, state.copy(), operands)
-                else_in = narrow(interpreter, False, state, operands)
+                # Refined where undecided only: the refiner is compiled on first use.
+                then_in = interpreter.refine(test, True, state.copy(), operands)
+                else_in = interpreter.refine(test, False, state, operands)
         deps = value.deps
         if then_in is not None:
             then_in.path = then_in.path | deps
