@@ -350,6 +350,37 @@ def test_each_branch_of_a_helper_test_starts_from_its_own_state(sliced: bool) ->
     assert flag(body, sliced=sliced, deterministic=True) == "off"
 
 
+#: A fork's filter that switches a flash flag and the unfused flag off in one statement, then
+#: sets the unfused flag anew (a statement the flash runs' slice skips), and a flash filter on it.
+_BOTH_FLAGS = """
+    if head_dim_qk > 512:
+        use_flash_attention_4 = use_unfused_attention = False
+    use_unfused_attention = int(os.environ.get("NVTE_UNFUSED_ATTN", "1"))
+    if not use_unfused_attention:
+        use_flash_attention_4 = False
+"""
+
+
+def test_a_flash_run_skips_what_only_the_other_backends_need_and_never_trusts_them() -> None:
+    """A run about FA4 reads the unfused flag as unknown and skips its own assignment; the
+    statement that also switched it off leaves no value of it behind, since one would rule out
+    the branch where the unfused flag is on again (and FA4 with it). Sliced or not, FA4 stays
+    selectable on sm120 for a deterministic backward."""
+    module = ast.parse(te2_example(compute_capability=_BOTH_FLAGS))
+    function = find_selectors(module)[0]
+    prepared = selector(module, function)
+    hazard = get_hazard("TEA001")
+    facts = prepared.facts(hazard, prepared.witnesses(hazard)[:1])
+    flash_slice, cut = prepared.run_slice("FA4", facts)
+    assert cut.unbound == cut.opaque == {"use_unfused_attention"}
+    skipped = [s for s in function.body if not flash_slice.needed(s)]
+    assert "use_unfused_attention = int(" in "\n".join(map(ast.unparse, skipped))
+    for relevant, known in ((None, facts), (prepared.relevant, facts), (flash_slice, cut)):
+        states = Interpreter(prepared.program, known, relevant=relevant).run()
+        assert any(s.vars["use_flash_attention_4"].truth is not False for s in states)
+    assert analyze_hazard(module, function, hazard).reachable
+
+
 def test_descendants_are_what_ast_walk_yields_but_the_singletons() -> None:
     """Every node but `Load`, `Add`, `Eq`, ... (which hold nothing), on a real selector."""
     module = ast.parse(te2_example())

@@ -124,25 +124,20 @@ def test_flake8_on_2_20_2_points_where_a_reviewer_would(release) -> None:
 @pytest.mark.parametrize("version", ["1.12.0", "2.1.0", "2.15.0", "2.20.2"])
 def test_slicing_changes_no_verdict(version, release) -> None:
     """Every witness run gives the same flag value with and without the slice, and with the
-    slice of a flash backend's runs, which reads the other backends' flags as unknown
-    (`Selector.run_slice`) and executes far fewer statements."""
+    slice of a flash backend's runs, which never binds the other backends' flags and reads them
+    as unknown (`Selector.run_slice`), and executes far fewer statements."""
     _, module, function = parsed(release(version).path)
     prepared = selector(module, function)
     for hazard in HAZARDS:
         flag = prepared.dialect.flag(hazard.backend)
         if flag is None:
             continue
-        flash_slice, unknown_flags = prepared.run_slice(hazard.backend)
-        assert unknown_flags == {"use_fused_attention", "use_unfused_attention"}
         for witness in hazard.witnesses():
             facts = witness_facts(hazard, prepared.dialect, [witness])
-            opaque = facts._replace(opaque=unknown_flags)
+            flash_slice, cut = prepared.run_slice(hazard.backend, facts)
+            assert cut.unbound == {"use_fused_attention", "use_unfused_attention"}
             results, statements = [], []
-            for relevant, known in (
-                (None, facts),
-                (prepared.relevant, facts),
-                (flash_slice, opaque),
-            ):
+            for relevant, known in ((None, facts), (prepared.relevant, facts), (flash_slice, cut)):
                 interpreter = Interpreter(prepared.program, known, relevant=relevant)
                 states = interpreter.run()
                 results.append(functools.reduce(join, [s.vars[flag] for s in states]).truth)

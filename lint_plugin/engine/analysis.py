@@ -179,9 +179,9 @@ class Selector:
         call's slice, and that of a run about a backend that is not a flash one."""
         return self._slice(self.dialect.backend_flags)
 
-    def run_slice(self, role: str) -> tuple[Slice, frozenset[str]]:
-        """The slice a witness run about `role` executes, and the flags it reads as unknown
-        (`Facts.opaque`).
+    def run_slice(self, role: str, facts: Facts) -> tuple[Slice, Facts]:
+        """The slice a witness run about `role` executes, and the run's `facts`: with the flags
+        it never binds and reads as unknown (`Facts.unbound`, `Facts.opaque`).
 
         A run about a flash backend takes the other backends' availability as unknown: their
         flags read as unknown, and what only they are computed from does not run (on TE 2.20.2,
@@ -195,8 +195,9 @@ class Selector:
         returned and so reads every flash flag; a run about another role executes `relevant`.
         """
         if role not in FLASH_ROLES:
-            return self.relevant, frozenset()
-        return self._flash_slice
+            return self.relevant, facts
+        relevant, others = self._flash_slice
+        return relevant, facts._replace(opaque=facts.opaque | others, unbound=others)
 
     @functools.cached_property
     def _flash_slice(self) -> tuple[Slice, frozenset[str]]:
@@ -882,9 +883,7 @@ def _enabled(
     shape = prepared.shape if role in FLASH_ROLES else None
     settled = prepared.settled(role)
     stop = None if settled is None else settled.off
-    relevant, unknown_flags = prepared.run_slice(role)
-    if unknown_flags:
-        facts = facts._replace(opaque=facts.opaque | unknown_flags)
+    relevant, facts = prepared.run_slice(role, facts)
     if shape is None:
         interpreter = Interpreter(prepared.program, facts, observer, relevant)
         returns = interpreter.run(stop=stop)

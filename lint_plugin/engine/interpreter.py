@@ -69,6 +69,12 @@ class Facts(TupleRecord):
     #: The module's pure functions with statements (`pure_functions`), run where called.
     pure_functions: Mapping[str, ast.FunctionDef] = EMPTY_MAPPING
     kernels: bool = False
+    #: Names a run never binds (`analysis.Selector.run_slice`: the other backends' flags in a
+    #: run about a flash backend, whose slice skips what they are computed from). A store of
+    #: one is dropped, so that whatever the slice skipped, no value of it is ever held: each
+    #: read is unknown, and no branch is refined, or ruled out, by what one held. They are
+    #: `opaque` too, so that no refinement binds one either.
+    unbound: frozenset[str] = EMPTY
 
 
 class Observer:

@@ -17,9 +17,10 @@ still counts as a point where an exception may leave for the handler (see the in
 Jumps (`raise`, `assert`, `break`, `continue`) run whenever the block around them runs: they are
 never skipped on their own, and they do not make the block around them needed.
 
-Names may be cut from a slice: a run with that slice reads them as unknown (`Facts.opaque`), so
-what they were computed from cannot matter to it, and reading one does not make it live. A run
-about a flash backend cuts the other backends' flags (`analysis.Selector.run_slice`).
+Names may be cut from a slice: a run with that slice never binds them and reads them as unknown
+(`Facts.unbound`), so what they were computed from cannot matter to it, and reading one does not
+make it live. A run about a flash backend cuts the other backends' flags
+(`analysis.Selector.run_slice`).
 
 The live names are `Program.names` bits, as are what each statement reads and writes.
 """

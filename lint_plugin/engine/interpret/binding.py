@@ -31,8 +31,11 @@ class Binding:
         A possibly-true value copied from another variable counts as enabled *here* (the line
         that turns the backend on for this flag); one carried over from the flag's own earlier
         value keeps its origin. Possibly-false origins are kept as they are: they are the
-        filters that may have switched a flag off.
+        filters that may have switched a flag off. A name the run never binds
+        (`Facts.unbound`) is left unbound.
         """
+        if name in self.facts.unbound:
+            return
         site = None
         enablers, disablers = value.enablers, value.disablers
         if enablers:
