@@ -191,7 +191,9 @@ class Selector:
         and without cuDNN's answer FusedAttention's flag is never known on there: known off, it
         leaves the flash flag as it was, where unknown leaves it possibly on, which is the same
         verdict; and a run that finds the backend off with them unknown finds it off whatever
-        they hold. One slice serves every flash role, since each asks which flash version is
+        they hold. Only a fork that switches FusedAttention on with a constant, keeping a flash
+        backend from being chosen by it, reads as reachable: a false positive, never a false
+        negative. One slice serves every flash role, since each asks which flash version is
         returned and so reads every flash flag; a run about another role executes `relevant`.
         """
         if role not in FLASH_ROLES:
