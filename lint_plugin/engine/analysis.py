@@ -186,7 +186,7 @@ class Selector:
         A run about a flash backend takes the other backends' availability as unknown: their
         flags read as unknown, and what only they are computed from does not run (on TE 2.20.2,
         cuDNN's query and its arguments, the score_mod reasons: 160 - 220 statements a run
-        instead of 410 - 500). A flash flag reads them where TE prefers FusedAttention
+        instead of 330 - 500). A flash flag reads them where TE prefers FusedAttention
         (`if use_flash_attention and use_fused_attention and ...: use_flash_attention = False`),
         and without cuDNN's answer FusedAttention's flag is never known on there: known off, it
         leaves the flash flag as it was, where unknown leaves it possibly on, which is the same
