@@ -186,15 +186,18 @@ class Selector:
         A run about a flash backend takes the other backends' availability as unknown: their
         flags read as unknown, and what only they are computed from does not run (on TE 2.20.2,
         cuDNN's query and its arguments, the score_mod reasons: 160 - 220 statements a run
-        instead of 330 - 500). A flash flag reads them where TE prefers FusedAttention
-        (`if use_flash_attention and use_fused_attention and ...: use_flash_attention = False`),
-        and without cuDNN's answer FusedAttention's flag is never known on there: known off, it
-        leaves the flash flag as it was, where unknown leaves it possibly on, which is the same
-        verdict; and a run that finds the backend off with them unknown finds it off whatever
-        they hold. Only a fork that switches FusedAttention on with a constant, keeping a flash
-        backend from being chosen by it, reads as reachable: a false positive, never a false
-        negative. One slice serves every flash role, since each asks which flash version is
-        returned and so reads every flash flag; a run about another role executes `relevant`.
+        instead of 330 - 500). A run that finds the backend off with them unknown finds it off
+        whatever they hold, so a guarded verdict stays proven. The price is where a flash filter
+        decides on another backend's flag that a full run would know: it is undecided here, and
+        the backend may read as reachable where it is not (a false positive, never a false
+        negative). TE reads them where it prefers FusedAttention (`if use_flash_attention and
+        use_fused_attention and ...: use_flash_attention = False`), and without cuDNN's answer
+        FusedAttention's flag is never known on there; known off, it leaves the flash flag as
+        it was, where unknown leaves it possibly on: the same verdict. A fork that switched
+        FusedAttention on with a constant, or a flash backend off where FusedAttention is
+        known off, would pay that price. One slice serves every flash role, since each asks
+        which flash version is returned and so reads every flash flag; a run about another
+        role executes `relevant`.
         """
         if role not in FLASH_ROLES:
             return self.relevant, facts
