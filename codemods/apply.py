@@ -354,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         json.dump([outcome.report() for outcome, _ in outcomes], sys.stdout, indent=2)
     elif args.format == "sarif":
         from lint_plugin.rules import hazard_rule
-        from lint_plugin.sarif import sarif_log  # beside flake8's formatter base class
+        from lint_plugin.sarif import sarif_log
 
         results = [r for outcome, config in outcomes for r in outcome.sarif_results(config.hazards)]
         rules = {h.id: hazard_rule(h) for _, config in outcomes for h in config.hazards}

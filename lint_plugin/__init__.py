@@ -1,2 +1,2 @@
-"""The `TEA` flake8 plugin and its rules (`plugin`, `rules`, `docs`, `sarif`) over the analysis
-engine (`engine`), and the miner (`mine`)."""
+"""The `TEA` flake8 plugin and its rules (`plugin`, `rules`, `docs`, `sarif`, `sarif_format`)
+over the analysis engine (`engine`), and the miner (`mine`)."""

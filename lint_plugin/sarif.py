@@ -1,17 +1,13 @@
 """SARIF 2.1.0 output, so GitHub code scanning can show TEA findings on the pull request.
 
 One builder serves both producers: the flake8 formatter registered as `--format=sarif`
-(`flake8.report` entry point) and `python -m codemods.apply --check --format sarif`. Rule
-metadata comes from the rule registry (`lint_plugin.rules`), the same text as `docs/rules/`.
+(`sarif_format`) and `python -m codemods.apply --check --format sarif`. Rule metadata comes
+from the rule registry (`lint_plugin.rules`), the same text as `docs/rules/`.
 """
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Iterable, NamedTuple
-
-from flake8.formatting.base import BaseFormatter
-from flake8.violation import Violation
 
 if TYPE_CHECKING:
     from lint_plugin.rules import Rule
@@ -22,8 +18,7 @@ VERSION = "0.1.0"
 
 
 class Result(NamedTuple):
-    """One finding. A named tuple, not a dataclass: flake8 imports this module in every run,
-    and building a dataclass costs it more than the rest of the module."""
+    """One finding."""
 
     code: str
     message: str
@@ -49,8 +44,7 @@ def _rule_descriptor(code: str, rules: dict[str, Rule]) -> dict:
 
 def sarif_log(results: Iterable[Result], rules: dict[str, Rule] | None = None) -> dict:
     """A complete SARIF log with one run; `rules` adds descriptors beyond the registry's."""
-    # flake8 imports this module (the formatter) in every run: the rule texts load only here.
-    from lint_plugin.rules import RULES
+    from lint_plugin.rules import RULES  # `codemods.apply` without `--format sarif` needs none
 
     results = list(results)
     known = {**(rules or {}), **RULES}
@@ -91,25 +85,3 @@ def sarif_log(results: Iterable[Result], rules: dict[str, Rule] | None = None) -
             }
         ],
     }
-
-
-class SarifFormatter(BaseFormatter):
-    """`flake8 --format=sarif`: every violation of the run, written as one SARIF log at the end."""
-
-    def after_init(self) -> None:
-        self.results: list[Result] = []
-
-    def handle(self, error: Violation) -> None:
-        self.results.append(
-            Result(error.code, error.text, error.filename, error.line_number, error.column_number)
-        )
-
-    def format(self, error: Violation) -> str | None:  # handle() collects instead
-        return None
-
-    def show_statistics(self, statistics) -> None:  # statistics would corrupt the JSON
-        return None
-
-    def stop(self) -> None:
-        self._write(json.dumps(sarif_log(self.results), indent=2))
-        super().stop()

@@ -96,3 +96,25 @@ def test_invalid_log_is_rejected(validator) -> None:
     """The validator is strict enough to catch a malformed log (a test that can fail)."""
     with pytest.raises(jsonschema.ValidationError):
         validator.validate({"version": "2.1.0", "runs": [{"results": []}]})
+
+
+def test_flake8_loads_the_sarif_builder_only_for_the_sarif_format(tmp_path) -> None:
+    """flake8 imports every registered report plugin in every run: the formatter's module is
+    loaded, the builder and its rule texts only where `--format=sarif` asks for them."""
+    plain = tmp_path / "plain.py"
+    plain.write_text("x = 1\n")
+    code = (
+        "import sys; from flake8.main.cli import main\n"
+        "try: main(sys.argv[1:])\n"
+        "except SystemExit: pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('lint_plugin.sarif')), file=sys.stderr)"
+    )
+
+    def loaded(*arguments: str) -> str:
+        completed = subprocess.run(
+            [sys.executable, "-c", code, *arguments, str(plain)], capture_output=True, text=True
+        )
+        return completed.stderr.strip().splitlines()[-1]
+
+    assert loaded() == "['lint_plugin.sarif_format']"
+    assert loaded("--format=sarif") == "['lint_plugin.sarif', 'lint_plugin.sarif_format']"

@@ -163,7 +163,7 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
                 else:
                     outcomes = (self.steps((step,), part, frame) for part in split[1](ends))
                     ends = [end for end in outcomes if end is not None]
-                if not ends or ends == [None]:
+                if not ends or ends[0] is None:  # (a split run keeps no None)
                     ends = []
                     break
         return [returned for _, returned in frame.returns] + [e for e in ends if e is not None]

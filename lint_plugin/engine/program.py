@@ -279,9 +279,9 @@ class _Walker:
         calls: set[str] = set()
         walrus = False
         todo = list(node) if type(node) is list else [node]
-        pop, push, fields_of = todo.pop, todo.append, _CHILD_FIELDS.get
+        pop, push, extend, fields_of = todo.pop, todo.append, todo.extend, _CHILD_FIELDS.get
         known, bit_of = names.bit.get, names.of
-        Name, Constant, Attribute, Load, Store, Node = _WALKED  # locals: read on every node
+        Name, Constant, Attribute, Call, Compare, BoolOp, Load, Store, Node = _WALKED  # locals
         while todo:
             current = pop()
             kind = type(current)
@@ -314,21 +314,34 @@ class _Walker:
                     self.text.add(dotted)
                     if value.id == parameter:
                         self.fields.add(attr)
-            elif kind is ast.Call:
-                if type(current.func) is Name:
-                    calls.add(current.func.id)
-            elif kind is ast.Subscript:
+                push(value)  # its one child (the generic loop below, spelt out: most nodes)
+                continue
+            if kind is Call:
+                func = current.func
+                if type(func) is Name:
+                    calls.add(func.id)
+                push(func)
+                extend(current.args)
+                extend(current.keywords)
+                continue
+            if kind is Compare:
+                if index:
+                    for side in (current.left, *current.comparators):
+                        if (dotted := dotted_name(side)) is not None:
+                            self.compared.add(dotted)
+                push(current.left)
+                extend(current.comparators)
+                continue
+            if kind is BoolOp:
+                extend(current.values)
+                continue
+            if kind is ast.Subscript:
                 if type(current.ctx) is not Load:
                     root = current.value
                     while isinstance(root, (Attribute, ast.Subscript)):
                         root = root.value
                     if type(root) is Name:
                         roots |= bit_of(root.id)
-            elif kind is ast.Compare:
-                if index:
-                    for side in (current.left, *current.comparators):
-                        if (dotted := dotted_name(side)) is not None:
-                            self.compared.add(dotted)
             elif kind is ast.Assign:
                 if is_falsy_constant(current.value):
                     falsified |= names.bits(n for t in current.targets for n in target_names(t))
@@ -354,7 +367,8 @@ class _Walker:
 
 
 #: The node and context types `_Walker.walk` tests every node against.
-_WALKED = (ast.Name, ast.Constant, ast.Attribute, ast.Load, ast.Store, ast.AST)
+_WALKED = (ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.Compare, ast.BoolOp)
+_WALKED += (ast.Load, ast.Store, ast.AST)
 
 
 def _signature(definition: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> list:

@@ -6,11 +6,9 @@ the caller."""
 from __future__ import annotations
 
 import ast
-from typing import Mapping
 
 from lint_plugin.engine.absint import (
     EMPTY,
-    EMPTY_MAPPING,
     MAX_CHOICES,
     State,
     Value,
@@ -108,23 +106,6 @@ class Expressions:
             if all(tests) and not self._generate(node, rest, inner, results):
                 return False
         return True
-
-    def _test_operands(self, test: ast.expr, state: State) -> tuple[Value, Mapping[ast.AST, Value]]:
-        """An `if` test's value, and for an `and` / `or` test (under any `not`) that runs no
-        helper, what its operands evaluated to in `state`: refining a branch asks for their
-        truth first, and without side effects they evaluate alike until the state changes
-        (an undecided `and` / `or` evaluates every operand).
-        """
-        core = test
-        while isinstance(core, ast.UnaryOp) and isinstance(core.op, ast.Not):
-            core = core.operand
-        if not isinstance(core, ast.BoolOp) or self.program.calls_helper(test):
-            return self.eval(test, state), EMPTY_MAPPING
-        self.recorded, self.operands = core, {}
-        try:
-            return self.eval(test, state), self.operands
-        finally:
-            self.recorded = self.operands = None
 
     def _builtin(self, name: str, node: ast.Call, state: State) -> Value:
         arguments = [
