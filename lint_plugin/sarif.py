@@ -7,10 +7,9 @@ from the rule registry (`lint_plugin.rules`), the same text as `docs/rules/`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, NamedTuple
+from typing import Iterable, NamedTuple
 
-if TYPE_CHECKING:
-    from lint_plugin.rules import Rule
+from lint_plugin.rules import RULES, Rule
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL = "te-attn-guards"
@@ -44,8 +43,6 @@ def _rule_descriptor(code: str, rules: dict[str, Rule]) -> dict:
 
 def sarif_log(results: Iterable[Result], rules: dict[str, Rule] | None = None) -> dict:
     """A complete SARIF log with one run; `rules` adds descriptors beyond the registry's."""
-    from lint_plugin.rules import RULES  # `codemods.apply` without `--format sarif` needs none
-
     results = list(results)
     known = {**(rules or {}), **RULES}
     codes = sorted({result.code for result in results})
