@@ -1,8 +1,8 @@
 """`flake8 --format=sarif` (the `flake8.report` entry point), writing the log `sarif` builds.
 
 flake8 imports every registered plugin in every run, whatever format it was asked for, so this
-module holds the formatter alone: the builder and its rule texts load when the format is chosen
-(`after_init`), not in each commit's flake8 run.
+module holds the formatter alone: the builder and its rule texts load when the log is written
+(`stop`), not in each commit's flake8 run.
 """
 
 from __future__ import annotations
@@ -17,17 +17,10 @@ class SarifFormatter(BaseFormatter):
     """Every violation of the run, written as one SARIF log at the end."""
 
     def after_init(self) -> None:
-        from lint_plugin import sarif
-
-        self.sarif = sarif
-        self.results: list[sarif.Result] = []
+        self.violations: list[Violation] = []
 
     def handle(self, error: Violation) -> None:
-        self.results.append(
-            self.sarif.Result(
-                error.code, error.text, error.filename, error.line_number, error.column_number
-            )
-        )
+        self.violations.append(error)
 
     def format(self, error: Violation) -> str | None:  # handle() collects instead
         return None
@@ -36,5 +29,11 @@ class SarifFormatter(BaseFormatter):
         return None
 
     def stop(self) -> None:
-        self._write(json.dumps(self.sarif.sarif_log(self.results), indent=2))
+        from lint_plugin.sarif import Result, sarif_log
+
+        results = (
+            Result(v.code, v.text, v.filename, v.line_number, v.column_number)
+            for v in self.violations
+        )
+        self._write(json.dumps(sarif_log(results), indent=2))
         super().stop()
