@@ -145,7 +145,9 @@ def _leading_names(value: ast.expr | None) -> tuple[str, str] | None:
 
 
 def partition(names: Iterable[str]) -> Callable[[list[State]], list[State]]:
-    """One state per truth assignment of the flags, from states where some may be undecided."""
+    """One state per truth assignment of the flags, from states where some may be undecided.
+
+    The states are the caller's to give: one with every flag decided is a part as it is."""
     flags = tuple(names)
 
     def split(states: list[State]) -> list[State]:
@@ -153,7 +155,7 @@ def partition(names: Iterable[str]) -> Callable[[list[State]], list[State]]:
         for state in states:
             undecided = [f for f in flags if f in state.vars and state.vars[f].truth is None]
             for truths in itertools.product((True, False), repeat=len(undecided)):
-                part = state.copy()
+                part = state.copy() if undecided else state
                 for flag, truth in zip(undecided, truths):
                     part.vars[flag] = with_truth(part.vars[flag], truth)
                 key = tuple(part.vars[f].truth if f in part.vars else None for f in flags)

@@ -155,14 +155,23 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
         else:
             first = len(plan) if split is None else self.program.function.body.index(split[0])
             ends = [start]
+            partitioned = False  # whether `ends` is what the partition makes of it already
             for index, step in enumerate(plan):
                 if stop is not None and stop(index, ends):
                     break
+                if step[1] is None and not self._raising:
+                    # Skipped by the slice, and nothing that raises: the states stay as they
+                    # are, split once; a partition of a partition is itself.
+                    if index >= first and not partitioned:
+                        ends, partitioned = split[1](ends), True
+                    continue
                 if index < first:
                     ends = [self.steps((step,), ends[0], frame)]
                 else:
-                    outcomes = (self.steps((step,), part, frame) for part in split[1](ends))
+                    parts = ends if partitioned else split[1](ends)
+                    outcomes = (self.steps((step,), part, frame) for part in parts)
                     ends = [end for end in outcomes if end is not None]
+                partitioned = False
                 if not ends or ends[0] is None:  # (a split run keeps no None)
                     ends = []
                     break
