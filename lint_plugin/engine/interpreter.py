@@ -21,7 +21,7 @@ from typing import Callable, Mapping
 from lint_plugin.engine.absint import EMPTY, EMPTY_MAPPING, State, Value, unknown
 from lint_plugin.engine.interpret.binding import Binding
 from lint_plugin.engine.interpret.evaluators import evaluator
-from lint_plugin.engine.interpret.expressions import Expressions
+from lint_plugin.engine.interpret.expressions import NOT_YET, Expressions
 from lint_plugin.engine.interpret.frames import RAISES, Frame, Unreachable
 from lint_plugin.engine.interpret.refinement import Refinement
 from lint_plugin.engine.interpret.statements import Executor, Statements, executor
@@ -128,6 +128,8 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
             for known in (facts.params, facts.calls, facts.names)
             for value in known.values()
         )
+        #: What the module's pure functions may read of the facts (`Expressions._pure_key`).
+        self._pure_facts: tuple | None | object = NOT_YET
 
     # ---------------------------------------------------------------- entry point
 
@@ -223,6 +225,10 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
             except Unreachable:
                 state = None
         return state
+
+    def _affords(self, statements: int) -> bool:
+        """Whether `statements` more stay within the budget (a kept outcome's, `_run_pure`)."""
+        return self.statements + statements <= STATEMENT_BUDGET
 
     def eval(self, node: ast.AST, state: State) -> Value:
         compiled = self.program.evaluators.get(node)

@@ -366,6 +366,8 @@ class _Walker:
         )
 
 
+#: Expressions with nothing under them that runs or binds anything (`Program.calls_helper`).
+_LEAF_EXPRESSIONS = frozenset((ast.Name, ast.Constant))
 #: The node and context types `_Walker.walk` tests every node against.
 _WALKED = (ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.Compare, ast.BoolOp)
 _WALKED += (ast.Load, ast.Store, ast.AST)
@@ -569,6 +571,7 @@ class Program:
         self._closure_reads: dict[ast.AST, int] = {}
         self._kills: dict[ast.AST, int] = {}
         self._writes: dict[ast.AST, int] = {}
+        self._head_bits: dict[ast.stmt, tuple[int, int]] = {}
         self._named: dict[tuple[str, ast.AST], frozenset[str]] = {}
         self._branch_keys: dict[ast.If, frozenset[str]] = {}
         self._raises: dict[ast.AST, bool] = {}
@@ -589,6 +592,10 @@ class Program:
         self.own_enablers_memo: dict[tuple[str, frozenset], tuple | None] = {}
         #: Each call of a module predicate, expanded once for every run (the interpreter fills it).
         self.expansions: dict[ast.Call, ast.expr | None] = {}
+        #: The outcome of each run of a module pure function, by what decides it, and the
+        #: statements it took (`Expressions._run_pure`); the names those functions spell.
+        self.pure_runs: dict[tuple, tuple[object, int]] = {}
+        self.pure_names: tuple | None = None
 
     def blocks(self, stmt: ast.stmt) -> list[list[ast.stmt]]:
         """`blocks(stmt)`, cached: the slice asks for it repeatedly."""
@@ -640,7 +647,10 @@ class Program:
 
     def called_helpers(self, node: ast.AST) -> list[Helper]:
         """Local helpers a node calls by name (directly, not through other helpers)."""
-        return [h for name in self.facts(node).calls for h in self.helpers.get(name, ())]
+        calls = self.facts(node).calls
+        if not calls:
+            return []  # most nodes call nothing
+        return [h for name in calls for h in self.helpers.get(name, ())]
 
     def assigned(self, stmt: ast.AST) -> frozenset[str]:
         """Names a simple assignment statement binds."""
@@ -704,7 +714,10 @@ class Program:
         return cached
 
     def calls_helper(self, node: ast.AST) -> bool:
-        """Whether evaluating `node` may run a local helper or bind a name (walrus)."""
+        """Whether evaluating `node` may run a local helper or bind a name (walrus). A name or a
+        literal (a compared side, mostly) cannot, and is not walked."""
+        if type(node) in _LEAF_EXPRESSIONS:
+            return False
         facts = self.facts(node)
         return facts.walrus or any(name in self.helpers for name in facts.calls)
 
@@ -771,6 +784,18 @@ class Program:
                 if isinstance(stmt, ast.Expr):
                     written |= self.names.bits(self.mutated(stmt))
             cached = self._writes[stmt] = written
+        return cached
+
+    def head_bits(self, stmt: ast.stmt) -> tuple[int, int]:
+        """What a compound statement's heads read and bind (`read_bits`,
+        `expression_write_bits`), kept: every slice asks it of every compound statement."""
+        cached = self._head_bits.get(stmt)
+        if cached is None:
+            reads = written = 0
+            for head in heads(stmt):
+                reads |= self.read_bits(head)
+                written |= self.expression_write_bits(head)
+            cached = self._head_bits[stmt] = (reads, written)
         return cached
 
     def _calls_helpers(self, node: ast.AST) -> bool:

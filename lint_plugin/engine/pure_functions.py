@@ -12,6 +12,10 @@ Only functions that cannot see or change the caller's state qualify: no `global`
 that need not end, names read only from their own parameters and locals, the module's
 constants, pure imports and builtins, its predicates and other such functions; and methods
 only from `PURE_METHODS`, which the interpreter folds only on known strings.
+
+Their outcome is decided by what they are given, so the interpreter keeps each run's outcome
+for every later run that gives the same (`Expressions._run_pure`); what decides it is said here
+(`typed_value`, `facts_read`).
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from __future__ import annotations
 import ast
 from typing import Collection, Mapping
 
+from lint_plugin.engine.absint import UNKNOWN, Value
+from lint_plugin.engine.interpret.frames import RAISES
 from lint_plugin.engine.predicates import Predicate, module_functions
-from lint_plugin.engine.program import descendants
+from lint_plugin.engine.program import Program, descendants, dotted_name
 
 #: `str` methods that read their receiver and arguments only (`qkv_layout.split("_")`).
 PURE_METHODS = frozenset(
@@ -94,3 +100,86 @@ def _free_names(function: ast.FunctionDef) -> frozenset[str] | None:
         if isinstance(node, ast.Name):
             (loads if isinstance(node.ctx, ast.Load) else stores).add(node.id)
     return frozenset(loads - params - stores)
+
+
+# ---------------------------------------------------------------- what decides a run of one
+# The interpreter keeps the outcome of each run of such a function (`Expressions._run_pure`)
+# under a key of what decides it: the arguments and these facts.
+
+#: Constants whose type and `==` together say how the interpreter treats them.
+_PLAIN = (str, int, bool, type(None), bytes, type(UNKNOWN))
+
+
+def typed(obj: object) -> tuple:
+    """`obj` with its type, nested in tuples and frozensets, where `1 == True == 1.0` would
+    make different constants one key; a float by its `repr` (`-0.0` is not `0.0`). Raises
+    `TypeError` for any other type: its `==` may not say how it behaves."""
+    kind = type(obj)
+    if kind in _PLAIN:
+        return kind, obj
+    if kind is float:
+        return kind, repr(obj)
+    if kind is tuple or kind is frozenset:
+        return kind, kind(map(typed, obj))
+    raise TypeError(f"no typed key for a {kind.__name__}")
+
+
+def typed_value(value: Value) -> tuple:
+    """A value as a key: its constant and choices `typed`, and whether it is `RAISES` (equal
+    to an unknown value, yet an answer of its own)."""
+    obj, truth, deps, enablers, disablers, choices = value
+    held = None if choices is None else frozenset(map(typed, choices))
+    return value is RAISES, typed(obj), truth, deps, enablers, disablers, held
+
+
+def facts_read(program: Program, facts, choices: bool) -> tuple | None:
+    """What the module's pure functions may read of a run's `facts`, as a key: the facts of
+    the names they spell (`spelt_names`), the pure functions, predicates and imports
+    themselves, and whether the run binds `choices` (refinement narrows them). None where
+    they spell the selector's argument, whose fields the facts hold."""
+    spelt = spelt_names(program, facts.pure_functions, facts.predicates)
+    if program.parameter in spelt:
+        return None
+    try:
+        known = tuple(
+            (name, typed_value(facts.names[name]) if name in facts.names else None)
+            + (typed_value(facts.calls[name]) if name in facts.calls else None,)
+            for name in sorted(spelt & (facts.names.keys() | facts.calls.keys()))
+        )
+    except TypeError:
+        return None
+    return (
+        known,
+        facts.opaque & spelt,
+        facts.unbound & spelt,
+        tuple(facts.functions.items()),
+        tuple(facts.predicates.items()),
+        tuple(facts.pure_functions.items()),
+        choices,
+    )
+
+
+def spelt_names(
+    program: Program, functions: Mapping[str, ast.FunctionDef], predicates: Mapping[str, Predicate]
+) -> frozenset[str]:
+    """Every name, dotted name, attribute and parameter the pure functions and predicates
+    spell: all their runs may look up in the facts. Kept on the program for these two
+    mappings (every run of an analysis has the dialect's own)."""
+    kept = program.pure_names
+    if kept is not None and kept[0] is functions and kept[1] is predicates:
+        return kept[2]
+    spelt: set[str] = set()
+    roots = (*functions.values(), *(predicate.expression for predicate in predicates.values()))
+    for node in (part for root in roots for part in descendants(root)):
+        kind = type(node)
+        if kind is ast.Name:
+            spelt.add(node.id)
+        elif kind is ast.Attribute:
+            spelt.add(node.attr)
+            dotted = dotted_name(node)
+            if dotted is not None:
+                spelt.add(dotted)
+        elif kind is ast.arg:
+            spelt.add(node.arg)
+    program.pure_names = (functions, predicates, frozenset(spelt))
+    return program.pure_names[2]

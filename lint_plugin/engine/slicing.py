@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ast
 
-from lint_plugin.engine.program import DEFINITIONS, Program, heads
+from lint_plugin.engine.program import DEFINITIONS, Program
 
 #: Statements that run whenever their enclosing block runs.
 JUMPS = (ast.Raise, ast.Assert, ast.Break, ast.Continue)
@@ -105,10 +105,7 @@ class Slice:
 
     def _compound(self, stmt: ast.stmt, live: int) -> tuple[int, bool]:
         program = self.program
-        head_reads = written_by_heads = 0
-        for head in heads(stmt):
-            head_reads |= program.read_bits(head)
-            written_by_heads |= program.expression_write_bits(head)
+        head_reads, written_by_heads = program.head_bits(stmt)
         reads_live = bool(head_reads & live)
         head_reads &= self._readable
         if isinstance(stmt, LOOPS):

@@ -24,6 +24,7 @@ from lint_plugin.engine.interpret.folding import (
     known_items,
 )
 from lint_plugin.engine.interpret.frames import Frame, Unreachable
+from lint_plugin.engine.pure_functions import facts_read, typed_value
 
 #: Nested helper calls inlined before a call's effect is over-approximated instead.
 MAX_INLINE_DEPTH = 8
@@ -137,7 +138,14 @@ class Expressions:
     def _run_pure(self, function: ast.FunctionDef, call: ast.Call, state: State) -> Value:
         """Run a module-level pure function (`pure_functions`) in a scope of its own: its
         parameters bound to the call's arguments or its defaults, module names from the facts;
-        the caller's state is left as it was. Nested too deep, the result is unknown."""
+        the caller's state is left as it was. Nested too deep, the result is unknown.
+
+        The observer is not told of the function's `if`s and returns: it watches the
+        selector's scope, which this is not. So the outcome is decided by the arguments, the
+        path, the depth and the facts the function can read (`_pure_key`), and a run that
+        meets a call decided alike takes the outcome an earlier run kept (`pure_runs`): of the
+        seven runs of TE 2.20.2's selector that call `get_qkv_format(qkv_layout,
+        inference_params)`, three run it."""
         arguments = [self.eval(a, state) for a in call.args]
         keywords = {k.arg: self.eval(k.value, state) for k in call.keywords}
         deps = EMPTY
@@ -150,21 +158,56 @@ class Expressions:
             or any(isinstance(a, ast.Starred) for a in call.args)
         ):
             return unknown(deps)
+        key = self._pure_key(function, arguments, keywords, state.path)
+        kept = None if key is None else self.program.pure_runs.get(key)
+        if kept is not None and self._affords(kept[1]):
+            self.statements += kept[1]
+            if kept[0] is None:
+                raise Unreachable
+            return with_deps(kept[0], deps)
+        counted = self.statements
         scope = State({}, state.path)
         for param, value in self._bound_parameters(function.args, arguments, keywords, scope):
             self.store(param, value, scope)
         frame = Frame([], caller.depth + 1)
-        relevant, trace, self.relevant, self.trace = self.relevant, self.trace, None, None
+        relevant, trace, observer = self.relevant, self.trace, self.observer
+        self.relevant = self.trace = self.observer = None
         try:
             end = self.block(function.body, scope, frame)
         finally:
-            self.stmt, self.frame, self.relevant, self.trace = caller_stmt, caller, relevant, trace
+            self.stmt, self.frame = caller_stmt, caller
+            self.relevant, self.trace, self.observer = relevant, trace, observer
         results = [value for value, _ in frame.returns]
         if end is not None:
             results.append(const(None))
-        if not results:
+        outcome = join_all_values(results) if results else None
+        if key is not None:
+            self.program.pure_runs[key] = (outcome, self.statements - counted)
+        if outcome is None:
             raise Unreachable
-        return with_deps(join_all_values(results), deps)
+        return with_deps(outcome, deps)
+
+    def _pure_key(
+        self, function: ast.FunctionDef, arguments: list[Value], keywords: dict, path
+    ) -> tuple | None:
+        """What decides a pure function's run (`_run_pure`), as a key of `Program.pure_runs`;
+        None where the run is not to be kept (an argument of a type `typed_value` does not
+        know, a "what if" evaluation of an observer's)."""
+        if self._pure_facts is NOT_YET:
+            self._pure_facts = facts_read(self.program, self.facts, self.choices)
+        if self._pure_facts is None or self.overrides:
+            return None
+        try:
+            return (
+                function,
+                tuple(map(typed_value, arguments)),
+                tuple((name, typed_value(value)) for name, value in keywords.items()),
+                path,
+                self.frame.depth,
+                self._pure_facts,
+            )
+        except TypeError:
+            return None
 
     def _bound_parameters(self, arguments: ast.arguments, positional, keywords, scope: State):
         """Each parameter and its value at a call: the positional argument, the keyword, the
@@ -229,3 +272,7 @@ class Expressions:
                     returned.vars[name] = value
             returned.path = path
         return results
+
+
+#: `Interpreter._pure_facts` before a run's first pure call works it out.
+NOT_YET = object()
