@@ -401,6 +401,23 @@ def test_refinement_is_per_witness() -> None:
     assert flag(guard, capability=(12, 0), deterministic=False, is_training=True) == "maybe"
 
 
+def test_a_branch_no_state_reaches_is_neither_planned_nor_compiled() -> None:
+    """What a run cannot reach costs it nothing: TE's filters for other architectures."""
+    source = "def get_attention_backend(attention_params):\n" + textwrap.indent(
+        textwrap.dedent(PRELUDE)
+        + "if device_compute_capability == (9, 0):\n    flag = deterministic and is_training\n"
+        + "return flag\n",
+        "    ",
+    )
+    function = ast.parse(source).body[0]
+    program = Program(function)
+    Interpreter(program, Facts(calls=compute_capability((12, 0)))).run()
+    branch = function.body[-2]
+    assert branch in program.executors
+    assert branch.body[0] not in program.executors
+    assert branch.body[0].value not in program.evaluators
+
+
 def test_budget(monkeypatch) -> None:
     monkeypatch.setattr(interpreter, "STATEMENT_BUDGET", 5)
     with pytest.raises(AnalysisBudgetExceeded):

@@ -182,6 +182,8 @@ class Interpreter(Statements, Binding, Expressions, Refinement):
     # ---------------------------------------------------------------- dispatch
 
     def block(self, body: list[ast.stmt], state: State | None, frame: Frame) -> State | None:
+        if state is None:
+            return None  # unreachable: not planned, nor its statements compiled, for nothing
         entry = self._plans.get(id(body))
         if entry is None or entry[0] is not body:
             entry = self._plan_entry(body)
