@@ -50,6 +50,13 @@ def test_witnesses_cover_every_architecture_and_kernel_version(hazard):
 
 
 @pytest.mark.parametrize("hazard", HAZARDS, ids=[hazard.id for hazard in HAZARDS])
+def test_without_versions_the_witnesses_are_those_of_the_named_kernel_version(hazard):
+    package = PACKAGE_FIELD[hazard.backend]
+    named = [w for w in hazard.witnesses() if getattr(w, package) == hazard.kernel_version]
+    assert list(hazard.witnesses(versions=False)) == named
+
+
+@pytest.mark.parametrize("hazard", HAZARDS, ids=[hazard.id for hazard in HAZARDS])
 def test_unaffected_kernel_is_outside_the_hazard(hazard):
     witness = next(hazard.witnesses())
     # 4.0.0b4 has no SM 12.x path at all and refuses SM 8.x in its forward already; 4.0.0b36

@@ -930,10 +930,12 @@ def analyze_source(
 
 
 def _distinct_witnesses(hazard: Hazard, dialect: Dialect) -> list[Scenario]:
-    """Witnesses that differ in what the analysis binds (environments are not bound)."""
+    """Witnesses that differ in what the analysis binds (environments are not bound, nor the
+    kernel release where the selector never compares it: `witness_version`)."""
     seen, distinct = set(), []
     inputs = witness_inputs(hazard)
-    for witness in hazard.witnesses(environments=False):
+    versions = dialect.compares_version(hazard.backend)
+    for witness in hazard.witnesses(environments=False, versions=versions):
         key = (
             witness.compute_capability,
             witness.backward,
