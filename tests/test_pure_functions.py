@@ -15,10 +15,9 @@ import pytest
 
 from lint_plugin.engine.absint import Value, const
 from lint_plugin.engine.analysis import compute_capability
-from lint_plugin.engine.pure_functions import typed
 from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
 from lint_plugin.engine.program import Program
-from lint_plugin.engine.pure_functions import pure_functions
+from lint_plugin.engine.pure_functions import pure_functions, typed
 from lint_plugin.rule_examples import _GET_QKV_FORMAT
 
 PURE_NAMES = {"len", "max", "_LAYOUTS"}
