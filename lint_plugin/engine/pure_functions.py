@@ -21,12 +21,15 @@ for every later run that gives the same (`Expressions._run_pure`); what decides 
 from __future__ import annotations
 
 import ast
-from typing import Collection, Mapping
+from typing import TYPE_CHECKING, Collection, Mapping
 
 from lint_plugin.engine.absint import UNKNOWN, Value
 from lint_plugin.engine.interpret.frames import RAISES
 from lint_plugin.engine.predicates import Predicate, module_functions
 from lint_plugin.engine.program import Program, descendants, dotted_name
+
+if TYPE_CHECKING:
+    from lint_plugin.engine.interpreter import Facts
 
 #: `str` methods that read their receiver and arguments only (`qkv_layout.split("_")`).
 PURE_METHODS = frozenset(
@@ -132,7 +135,7 @@ def typed_value(value: Value) -> tuple:
     return value is RAISES, typed(obj), truth, deps, enablers, disablers, held
 
 
-def facts_read(program: Program, facts, choices: bool) -> tuple | None:
+def facts_read(program: Program, facts: Facts, choices: bool) -> tuple | None:
     """What the module's pure functions may read of a run's `facts`, as a key: the facts of
     the names they spell (`spelt_names`), the pure functions, predicates and imports
     themselves, and whether the run binds `choices` (refinement narrows them). None where
