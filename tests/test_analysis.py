@@ -390,6 +390,40 @@ def test_descendants_are_what_ast_walk_yields_but_the_singletons() -> None:
     assert len(found) == len(walked) and set(map(id, found)) == set(map(id, walked))
 
 
+_RAISING = """
+def get_attention_backend(attention_params):
+    def _off():
+        nonlocal flag
+        flag = False
+    flag = True
+    if attention_params.a:
+        if attention_params.b:
+            assert attention_params.c
+    if attention_params.d:
+        def _never_called():
+            raise ValueError("a definition raises where it is called, not where it stands")
+        _off()
+    if attention_params.e:
+        _off()
+    return flag
+"""
+
+
+@pytest.mark.parametrize("helper_raises", [False, True])
+def test_a_statement_raises_where_a_raise_or_a_helper_that_raises_is_in_it(helper_raises) -> None:
+    """`Program.raises`, which decides whether a slice keeps an `if` whose test reads a live
+    name: a nested `assert` counts, a `raise` in a nested definition does not, and a call
+    counts where the helper raises."""
+    source = _RAISING.replace("flag = False", "raise ValueError") if helper_raises else _RAISING
+    function = ast.parse(source).body[0]
+    program = Program(function)
+    nested, defining, calling = function.body[2:5]
+    assert program.raises(nested) and program.raises(nested.body[0])
+    assert not program.raises(defining.body[0])
+    assert program.raises(defining) is helper_raises
+    assert program.raises(calling) is helper_raises
+
+
 def test_refinement_is_per_witness() -> None:
     guard = """
         if deterministic and device_compute_capability in ((12, 0), (12, 1)):

@@ -111,8 +111,9 @@ def return_shape(program: Program, dialect: Dialect) -> ReturnShape | None:
         return None
     ((gate, version),) = pairs
     expressions = {dialect.version(role) for role in FLASH_ROLES} - {None}
-    if not any(
-        program.binds(node, version) and ast.unparse(node.value) in expressions
+    version_bit = program.names.of(version)
+    if not any(  # (`own_assignments` are all `Assign`s: `Program.binds` without its type test)
+        program.stored_bits(node) & version_bit and ast.unparse(node.value) in expressions
         for node, _ in index.own_assignments
     ):
         return None

@@ -32,8 +32,9 @@ COMPOUND = (
     *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
 )
 _COMPOUND_ALL = frozenset(COMPOUND)
-#: The compound statements whose facts are their heads' and their blocks' (`_Walker`).
-_COMPOUND_TYPES = _COMPOUND_ALL - _DEFINITION_TYPES
+#: The compound statements that run their blocks where they stand (definitions aside): their
+#: facts are their heads' and their blocks' (`_Walker`), and a slice looks into them.
+BLOCK_STATEMENTS = _COMPOUND_ALL - _DEFINITION_TYPES
 #: The statement lists each compound statement holds directly (`blocks`).
 _BLOCK_FIELDS = {
     kind: tuple(name for name in ("body", "orelse", "finalbody") if name in kind._fields)
@@ -149,6 +150,9 @@ class FunctionIndex(TupleRecord):
     #: `_Walker.returns` and `_Walker.own_assignments`.
     returns: tuple[ast.Return, ...]
     own_assignments: tuple[tuple[ast.Assign, ast.stmt], ...]
+    #: `_Walker.blocks` and `_Walker.raising`.
+    blocks: dict[ast.stmt, list[list[ast.stmt]]]
+    raising: frozenset[ast.stmt]
 
 
 #: Fields that never hold a node worth visiting: names and numbers, and the context and operator
@@ -176,7 +180,10 @@ def descendants(node: ast.AST) -> Iterator[ast.AST]:
         current = pop()
         yield current
         kind = type(current)
-        for name in fields_of(kind) or _child_fields(kind):
+        children = fields_of(kind)
+        if children is None:  # (an empty tuple where nothing is under it: most nodes)
+            children = _child_fields(kind)
+        for name in children:
             value = getattr(current, name, None)
             if type(value) is list:
                 for item in value:
@@ -206,6 +213,13 @@ class _Walker:
         #: The function's own returns, and its own assignments with the top-level statement
         #: each is in (not those of nested definitions), in source order.
         self.returns: list[ast.Return] = []
+        #: Per compound statement, `blocks(stmt)`: the walk asks it of each, and so does every
+        #: slice (`Program.blocks`).
+        self.blocks: dict[ast.stmt, list[list[ast.stmt]]] = {}
+        #: Statements with a `raise` or `assert` in them, nested definitions' aside
+        #: (`Program.raises` without helpers), and how many the walk has met outside definitions.
+        self.raising: set[ast.stmt] = set()
+        self._jumps = 0
         self.own_assignments: list[tuple[ast.Assign, ast.stmt]] = []
         self._top: ast.stmt | None = None
         self._nested = 0
@@ -224,12 +238,12 @@ class _Walker:
             if kind is ast.FunctionDef and self.index:
                 self.definitions.append(stmt)
             parts = [self.leaf(part) for part in _signature(stmt)]
-            self._nested += 1
+            self._nested, jumps = self._nested + 1, self._jumps
             parts += [self.statement(inner) for inner in stmt.body]
-            self._nested -= 1
+            self._nested, self._jumps = self._nested - 1, jumps  # its body runs where called
             found = _merged(parts)
             self.writes[stmt] = (self.names.of(stmt.name), 0)
-        elif kind in _COMPOUND_TYPES:
+        elif kind in BLOCK_STATEMENTS:
             parts, stores, roots = [], 0, 0
             for head in heads(stmt):
                 found = self.facts[head] = self.leaf(head)
@@ -238,11 +252,15 @@ class _Walker:
             for handler in getattr(stmt, "handlers", ()):
                 if handler.name:  # `except E as name` binds it
                     stores |= self.names.of(handler.name)
-            for block in blocks(stmt):
+            found_blocks = self.blocks[stmt] = blocks(stmt)
+            jumps = self._jumps
+            for block in found_blocks:
                 for inner in block:
                     parts.append(self.statement(inner))
                     inner_stores, inner_roots = self.writes[inner]
                     stores, roots = stores | inner_stores, roots | inner_roots
+            if self._jumps != jumps:
+                self.raising.add(stmt)
             found = _merged(parts)
             self.writes[stmt] = (stores, roots)
         else:
@@ -253,7 +271,10 @@ class _Walker:
                     self.returns.append(stmt)
                 elif kind is ast.Assign:
                     self.own_assignments.append((stmt, self._top))
-            if kind is ast.Expr:  # `reasons.append(...)` changes a local object in place
+            if kind is ast.Raise or kind is ast.Assert:
+                self.raising.add(stmt)
+                self._jumps += 1
+            elif kind is ast.Expr:  # `reasons.append(...)` changes a local object in place
                 call = stmt.value
                 if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
                     root = call.func.value
@@ -327,7 +348,9 @@ class _Walker:
             if kind is Compare:
                 if index:
                     for side in (current.left, *current.comparators):
-                        if (dotted := dotted_name(side)) is not None:
+                        if type(side) is Name:  # (most sides: a name, or a literal)
+                            self.compared.add(side.id)
+                        elif type(side) is Attribute and (dotted := dotted_name(side)):
                             self.compared.add(dotted)
                 push(current.left)
                 extend(current.comparators)
@@ -343,16 +366,23 @@ class _Walker:
                     if type(root) is Name:
                         roots |= bit_of(root.id)
             elif kind is ast.Assign:
-                if is_falsy_constant(current.value):
-                    falsified |= names.bits(n for t in current.targets for n in target_names(t))
-                if index and any(type(target) is Name for target in current.targets):
-                    self.assignments.append(current)
+                targets = current.targets
+                if type(current.value) is Constant and is_falsy_constant(current.value):
+                    falsified |= names.bits(n for t in targets for n in target_names(t))
+                if index:
+                    for target in targets:
+                        if type(target) is Name:
+                            self.assignments.append(current)
+                            break
             elif kind is ast.AnnAssign:
                 if is_falsy_constant(current.value):
                     falsified |= names.bits(target_names(current.target))
             elif kind is ast.NamedExpr:
                 walrus = True
-            for field in fields_of(kind) or _child_fields(kind):
+            children = fields_of(kind)
+            if children is None:
+                children = _child_fields(kind)
+            for field in children:
                 value = getattr(current, field, None)
                 if type(value) is list:
                     for item in value:
@@ -423,6 +453,8 @@ def function_index(function: ast.FunctionDef) -> FunctionIndex:
         walker.writes,
         tuple(walker.returns),
         tuple(walker.own_assignments),
+        walker.blocks,
+        frozenset(walker.raising),
     )
 
 
@@ -566,19 +598,28 @@ class Program:
         self.names = index.names
         self._locals = self.names.bits(self.locals)
         self._facts = index.facts
-        self._index_writes = index.writes
         self._info: dict[ast.AST, NodeInfo] = {}
         self._closure_reads: dict[ast.AST, int] = {}
         self._kills: dict[ast.AST, int] = {}
-        self._writes: dict[ast.AST, int] = {}
+        #: `write_bits`, made at once where the walk's answer is the whole of it: for every
+        #: statement that calls no local helper, what it binds and the local objects it changes.
+        self._writes: dict[ast.AST, int] = {
+            stmt: stores | (roots & self._locals)
+            for stmt, (stores, roots) in index.writes.items()
+            if index.facts[stmt].calls.isdisjoint(self.helpers)
+        }
         self._head_bits: dict[ast.stmt, tuple[int, int]] = {}
         self._named: dict[tuple[str, ast.AST], frozenset[str]] = {}
         self._branch_keys: dict[ast.If, frozenset[str]] = {}
         self._raises: dict[ast.AST, bool] = {}
+        self._raising = index.raising
+        self._helpers_raise = any(
+            inner in index.raising for definition in index.definitions for inner in definition.body
+        )
         self._results: dict[str, frozenset[str]] = {}
         #: Walks the expressions the index did not keep (`facts`); it keeps nothing itself.
         self._walker = _Walker(self.parameter, self.names, index=False)
-        self._blocks: dict[ast.stmt, list[list[ast.stmt]]] = {}
+        self._blocks = index.blocks
         #: Each expression, condition and statement compiled once for every run
         #: (`interpret.evaluators`, `.refinement`, `.statements`), and each body as a run
         #: without a slice executes it (`Interpreter.plan`; a slice keeps its own, `Slice.plans`).
@@ -764,9 +805,6 @@ class Program:
     def write_bits(self, stmt: ast.stmt) -> int:
         """`writes`, in bits."""
         cached = self._writes.get(stmt)
-        if cached is None and stmt in self._index_writes and not self._calls_helpers(stmt):
-            stores, roots = self._index_writes[stmt]
-            cached = self._writes[stmt] = stores | (roots & self._locals)
         if cached is None:
             self._writes[stmt] = 0  # a helper that calls itself adds nothing new
             if isinstance(stmt, DEFINITIONS):
@@ -793,15 +831,15 @@ class Program:
         if cached is None:
             reads = written = 0
             for head in heads(stmt):
-                reads |= self.read_bits(head)
-                written |= self.expression_write_bits(head)
+                facts = self.facts(head)
+                if facts.calls.isdisjoint(self.helpers):  # most heads: no helper to look into
+                    reads |= facts.loads
+                    written |= self._stored(facts)
+                else:
+                    reads |= self.read_bits(head)
+                    written |= self.expression_write_bits(head)
             cached = self._head_bits[stmt] = (reads, written)
         return cached
-
-    def _calls_helpers(self, node: ast.AST) -> bool:
-        """Whether `node` calls one of the local helpers (not through another)."""
-        calls = self.facts(node).calls
-        return bool(calls) and any(name in self.helpers for name in calls)
 
     def expression_write_bits(self, node: ast.AST) -> int:
         """What an expression (or simple statement) binds, helper writes included, in bits."""
@@ -865,13 +903,17 @@ class Program:
         return []
 
     def raises(self, stmt: ast.stmt) -> bool:
-        """Whether `stmt` may raise explicitly (`raise`, `assert`, a helper that does)."""
+        """Whether `stmt` may raise explicitly (`raise`, `assert`, a helper that does). The walk
+        found the statements with a `raise` or `assert` of their own (`FunctionIndex.raising`);
+        the calls in one are looked into only where some local helper holds such a statement."""
+        if stmt in self._raising:
+            return True
+        if not self._helpers_raise:
+            return False
         cached = self._raises.get(stmt)
         if cached is None:
             self._raises[stmt] = False  # a helper that calls itself adds nothing new
-            if isinstance(stmt, (ast.Raise, ast.Assert)):
-                cached = True
-            elif isinstance(stmt, DEFINITIONS):
+            if isinstance(stmt, DEFINITIONS):
                 cached = False
             else:
                 parts = heads(stmt) if self.blocks(stmt) else [stmt]

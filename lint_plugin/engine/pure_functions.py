@@ -45,6 +45,11 @@ _STATEMENTS = (
 )  # fmt: skip
 #: Expressions it may not hold: they run code of their own or bind past the comprehension.
 _IMPURE = (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)
+#: Node types that make a function impure on sight: the statements outside `_STATEMENTS`, and
+#: `_IMPURE` (told by type alone: the walk asks it of every node of every candidate).
+_REFUSED = frozenset(
+    kind for kind in ast.stmt.__subclasses__() if not issubclass(kind, _STATEMENTS)
+) | frozenset(_IMPURE)
 
 
 def pure_functions(
@@ -88,20 +93,20 @@ def _free_names(function: ast.FunctionDef) -> frozenset[str] | None:
     body = [*function.body, *arguments.defaults, *(d for d in arguments.kw_defaults if d)]
     loads, stores = set(), set()
     for node in (node for part in body for node in descendants(part)):
-        if isinstance(node, ast.stmt) and not isinstance(node, _STATEMENTS):
+        kind = type(node)
+        if kind is ast.Name:
+            (loads if type(node.ctx) is ast.Load else stores).add(node.id)
+        elif kind in _REFUSED:
             return None
-        if isinstance(node, _IMPURE):
-            return None
-        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
-            return None
-        if isinstance(node, ast.Call) and not (
-            isinstance(node.func, ast.Name)
-            or isinstance(node.func, ast.Attribute)
-            and node.func.attr in PURE_METHODS
-        ):
-            return None
-        if isinstance(node, ast.Name):
-            (loads if isinstance(node.ctx, ast.Load) else stores).add(node.id)
+        elif kind is ast.Attribute or kind is ast.Subscript:
+            if type(node.ctx) is not ast.Load:
+                return None
+        elif kind is ast.Call:
+            func = node.func
+            if not (
+                type(func) is ast.Name or type(func) is ast.Attribute and func.attr in PURE_METHODS
+            ):
+                return None
     return frozenset(loads - params - stores)
 
 

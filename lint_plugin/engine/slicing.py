@@ -29,14 +29,15 @@ from __future__ import annotations
 
 import ast
 
-from lint_plugin.engine.program import DEFINITIONS, Program
+from lint_plugin.engine.program import BLOCK_STATEMENTS, DEFINITIONS, Program
 
 #: Statements that run whenever their enclosing block runs.
 JUMPS = (ast.Raise, ast.Assert, ast.Break, ast.Continue)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 TRIES = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
-#: Simple statements that are needed exactly when they write a live name (`Slice._block`).
-_PLAIN = frozenset((ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.Delete))
+#: Statements a slice keeps by rules of their own (`Slice._stmt`); a simple statement of any
+#: other kind is needed exactly when it writes a live name.
+_OWN_RULES = frozenset((*JUMPS, ast.Return, *DEFINITIONS))
 
 
 class Slice:
@@ -66,42 +67,34 @@ class Slice:
 
     def _block(self, body: list[ast.stmt], live: int) -> tuple[int, bool]:
         """Walk `body` backwards; the names live before it, and whether any of it is needed.
-        A simple statement other than a jump is decided here, without a call of `_stmt`: most
-        statements are."""
+        A simple statement other than a jump or a return is needed exactly when it writes a
+        live name: decided here, as most statements are."""
         any_needed = False
         program, visited, kept, readable = self.program, self._visited, self._needed, self._readable
         for stmt in reversed(body):
-            if type(stmt) in _PLAIN:
-                visited.add(stmt)
-                if program.write_bits(stmt) & live:
+            kind = type(stmt)
+            visited.add(stmt)
+            if kind in BLOCK_STATEMENTS:
+                live, needed = self._compound(stmt, live)
+            elif kind in _OWN_RULES:
+                live, needed = self._stmt(stmt, live)
+            else:
+                needed = bool(program.write_bits(stmt) & live)
+                if needed:
                     live |= program.read_bits(stmt) & readable
-                    kept.add(stmt)
-                    any_needed = True
-                continue
-            live, needed = self._stmt(stmt, live)
-            any_needed |= needed
+            if needed:
+                kept.add(stmt)
+                any_needed = True
         return live, any_needed
 
     def _stmt(self, stmt: ast.stmt, live: int) -> tuple[int, bool]:
-        self._visited.add(stmt)
-        program = self.program
+        """A jump, a return or a definition (`_OWN_RULES`)."""
         if isinstance(stmt, JUMPS):
             self._needed.add(stmt)
             return live, False
         if isinstance(stmt, ast.Return):
-            self._needed.add(stmt)  # the state here is what the verdict reads, not the value
-            return live, True
-        if isinstance(stmt, DEFINITIONS):
-            needed = bool(program.names.of(stmt.name) & live)
-        elif not program.blocks(stmt):
-            needed = bool(program.write_bits(stmt) & live)
-            if needed:
-                live = live | (program.read_bits(stmt) & self._readable)
-        else:
-            live, needed = self._compound(stmt, live)
-        if needed:
-            self._needed.add(stmt)
-        return live, needed
+            return live, True  # the state here is what the verdict reads, not the value
+        return live, bool(self.program.names.of(stmt.name) & live)
 
     def _compound(self, stmt: ast.stmt, live: int) -> tuple[int, bool]:
         program = self.program
