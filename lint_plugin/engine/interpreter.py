@@ -259,10 +259,13 @@ def _plan(program: Program, body: list[ast.stmt], relevant: Slice | None) -> tup
 
 def _may_raise(stmt: ast.stmt) -> bool:
     """False for statements that cannot raise (binding a constant, `pass`, declarations)."""
-    if isinstance(stmt, (ast.Pass, ast.Global, ast.Nonlocal)):
-        return False
-    return not (
-        isinstance(stmt, ast.Assign)
-        and isinstance(stmt.value, ast.Constant)
-        and all(isinstance(target, ast.Name) for target in stmt.targets)
-    )
+    kind = type(stmt)
+    if kind is ast.Assign:
+        if type(stmt.value) is not ast.Constant:
+            return True
+        return any(type(target) is not ast.Name for target in stmt.targets)
+    return kind not in _SILENT
+
+
+#: Statements that never raise.
+_SILENT = frozenset((ast.Pass, ast.Global, ast.Nonlocal))
