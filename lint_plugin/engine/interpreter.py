@@ -257,6 +257,10 @@ def _plan(program: Program, body: list[ast.stmt], relevant: Slice | None) -> tup
     return tuple(plan)
 
 
+#: Statements that never raise.
+_SILENT = frozenset((ast.Pass, ast.Global, ast.Nonlocal))
+
+
 def _may_raise(stmt: ast.stmt) -> bool:
     """False for statements that cannot raise (binding a constant, `pass`, declarations)."""
     kind = type(stmt)
@@ -265,7 +269,3 @@ def _may_raise(stmt: ast.stmt) -> bool:
             return True
         return any(type(target) is not ast.Name for target in stmt.targets)
     return kind not in _SILENT
-
-
-#: Statements that never raise.
-_SILENT = frozenset((ast.Pass, ast.Global, ast.Nonlocal))
