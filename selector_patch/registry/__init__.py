@@ -1,0 +1,57 @@
+"""The hazard registry: every known case where TE's selector picks a kernel that cannot run.
+
+One package, one module per concern: `model` (what a hazard states, its TOML/JSON form),
+`kernel_refusals` (a kernel refuses inputs TE admits) and `te_fixes` (TE itself later switched
+the backend off, in its selector or its C++ fused-attention query). Consumers import from here.
+"""
+
+from __future__ import annotations
+
+from selector_patch.registry.kernel_refusals import (
+    FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD,
+    FA4_INTERFACE,
+    FA4_SM8X_BACKWARD,
+    FA4_SM12X_DETERMINISTIC_BACKWARD,
+    FA4_SM12X_SPLIT_HEURISTIC_FORWARD,
+    FA4_SM12X_SPLIT_KV_FORWARD,
+    FA4_SM100_HD256_SEQUSED_BACKWARD,
+    FA4_SM100_HD256_SEQUSED_FORWARD,
+    PACKED_WITH_PADDING,
+    SM8X,
+    SM10X_SM11X,
+    SM12X,
+)
+from selector_patch.registry.model import (
+    HAZARD_ID,
+    ISOLATING_ENV,
+    PACKAGE_FIELD,
+    SECTIONS,
+    Control,
+    Evidence,
+    Hazard,
+    Spelling,
+)
+
+HAZARDS: tuple[Hazard, ...] = (
+    FA4_SM12X_DETERMINISTIC_BACKWARD,
+    FA2_99KB_HEAD_DIM_DROPOUT_BACKWARD,
+    FA4_SM12X_SPLIT_KV_FORWARD,
+    FA4_SM12X_SPLIT_HEURISTIC_FORWARD,
+    FA4_SM8X_BACKWARD,
+    FA4_SM100_HD256_SEQUSED_FORWARD,
+    FA4_SM100_HD256_SEQUSED_BACKWARD,
+)
+
+
+def get_hazard(hazard_id: str) -> Hazard:
+    for hazard in HAZARDS:
+        if hazard.id == hazard_id:
+            return hazard
+    raise KeyError(f"unknown hazard {hazard_id!r}; known: {[h.id for h in HAZARDS]}")
+
+
+__all__ = [
+    "FA4_INTERFACE", "HAZARDS", "HAZARD_ID", "ISOLATING_ENV", "PACKAGE_FIELD",
+    "PACKED_WITH_PADDING", "SECTIONS", "SM8X", "SM10X_SM11X", "SM12X", "Control", "Evidence",
+    "Hazard", "Spelling", "get_hazard",
+]  # fmt: skip
