@@ -80,6 +80,9 @@ _REQUEST_INPUTS = (
 INPUTS: dict[str, Callable[["Scenario"], Any]] = {
     **{name: operator.attrgetter(name) for name in (*_REQUEST_INPUTS, *OPTIONAL_FEATURES)},
     "padded_head_dim": lambda s: s.padded_head_dim,
+    "cudnn_version": operator.attrgetter("cudnn_version"),
+    #: A window whose left edge is finite: TE's C++ reads `window_size_left != -1`.
+    "sliding_window": lambda s: s.window_size is not None and s.window_size[0] >= 0,
 }
 #: Inputs holding a torch dtype, kept by its name (`"float8_e4m3fn"`) so that a scenario stays
 #: plain data; TE's own `torch.float16` is accepted and stored by its name.
@@ -100,6 +103,8 @@ OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     ">=": operator.ge,
     "<": operator.lt,
     "<=": operator.le,
+    "in": lambda value, collection: value in collection,
+    "not in": lambda value, collection: value not in collection,
 }
 
 

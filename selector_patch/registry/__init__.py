@@ -3,6 +3,10 @@
 One package, one module per concern: `model` (what a hazard states, its TOML/JSON form),
 `kernel_refusals` (a kernel refuses inputs TE admits) and `te_fixes` (TE itself later switched
 the backend off, in its selector or its C++ fused-attention query). Consumers import from here.
+
+`HAZARDS` are the hazards every mode guards (the codemod, flake8, `verify`, the runtime patch);
+`TE_FIXES` are judged by the harness (`verify --te-fixes`, the pytest plugin's cases) until the
+static analysis reads TE's fused answer (their guards sit after TE's fused-attention query).
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ from selector_patch.registry.model import (
     Evidence,
     Hazard,
     Spelling,
+    TeFix,
 )
+from selector_patch.registry.te_fixes import TE_FIXES
 
 HAZARDS: tuple[Hazard, ...] = (
     FA4_SM12X_DETERMINISTIC_BACKWARD,
@@ -44,14 +50,15 @@ HAZARDS: tuple[Hazard, ...] = (
 
 
 def get_hazard(hazard_id: str) -> Hazard:
-    for hazard in HAZARDS:
+    for hazard in (*HAZARDS, *TE_FIXES):
         if hazard.id == hazard_id:
             return hazard
-    raise KeyError(f"unknown hazard {hazard_id!r}; known: {[h.id for h in HAZARDS]}")
+    known = [hazard.id for hazard in (*HAZARDS, *TE_FIXES)]
+    raise KeyError(f"unknown hazard {hazard_id!r}; known: {known}")
 
 
 __all__ = [
     "FA4_INTERFACE", "HAZARDS", "HAZARD_ID", "ISOLATING_ENV", "PACKAGE_FIELD",
     "PACKED_WITH_PADDING", "SECTIONS", "SM8X", "SM10X_SM11X", "SM12X", "Control", "Evidence",
-    "Hazard", "Spelling", "get_hazard",
+    "Hazard", "Spelling", "TE_FIXES", "TeFix", "get_hazard",
 ]  # fmt: skip

@@ -31,6 +31,7 @@ ISOLATING_ENV = {
     "FA2": {"NVTE_FLASH_ATTN_V3": "0", "NVTE_FLASH_ATTN_V4": "0", "NVTE_FUSED_ATTN": "0"},
     "FA3": {"NVTE_FLASH_ATTN_V2": "0", "NVTE_FLASH_ATTN_V4": "0", "NVTE_FUSED_ATTN": "0"},
     "FA4": {"NVTE_FLASH_ATTN_V2": "0", "NVTE_FLASH_ATTN_V3": "0", "NVTE_FUSED_ATTN": "0"},
+    "FUSED": {"NVTE_FLASH_ATTN": "0"},
 }
 
 
@@ -126,6 +127,65 @@ class Evidence(Record):
         return found
 
 
+class TeFix(Record):
+    """TE's own later fix: TE switched the backend off here, in its selector or in its C++
+    fused-attention query, because it failed (NaN, an illegal memory access, wrong results, a
+    backward that is not deterministic under a determinism request, a graph cuDNN refuses).
+
+    Every release before `fixed_in`, and every fork of one, still has the hazard. There is no
+    kernel package whose version could clear it: cuDNN's own ranges are triggers of the hazard
+    (`cudnn_version`), so the kernel-side questions (`affects`, `fixed_in`) answer "always
+    affected" and "never fixed by a package", which is what every consumer of `Evidence` needs.
+    """
+
+    #: TE's commit (upstream `main`) and pull request that filtered the case.
+    commit: str
+    pr: int
+    #: The first TE release whose own code filters the case.
+    te_fixed_in: str
+    #: Where that release filters it: "python" (the selector) or "c++" (the fused query).
+    layer: str
+    #: The failure in TE's own words: the commit message, the log line or the C++ comment.
+    failure: str
+    #: The last TE release whose own code, the C++ included, selects the backend for a witness.
+    te_last_lacking: str
+    reference: str = ""
+    #: The package the defect sits in, as reports name it ("cuDNN").
+    package: str = "cuDNN"
+    #: Kernel-side questions of `Evidence` (see the class docstring).
+    fixed_in = None
+    spellings = ()
+    line = None
+
+    @property
+    def file(self) -> str:
+        return {
+            "python": "transformer_engine/pytorch/attention/dot_product_attention/utils.py",
+            "c++": "transformer_engine/common/fused_attn/fused_attn.cpp",
+        }[self.layer]
+
+    @property
+    def text(self) -> str:
+        return self.failure
+
+    @property
+    def affected(self) -> str:
+        return f"TE < {self.te_fixed_in}"
+
+    def affects(self, version: str) -> bool:
+        return True
+
+    def affects_some(self, lowest: str, highest: str) -> bool:
+        return True
+
+    def cites(self) -> str:
+        """The fix as a rule page and a report cite it."""
+        return (
+            f"TE #{self.pr} ({self.commit[:9]}), first in TE {self.te_fixed_in}"
+            f" ({'the selector' if self.layer == 'python' else 'its C++ fused-attention query'})"
+        )
+
+
 class Control(TupleRecord):
     """A named neighbour of the hazard: `changes` applied to a witness leave it outside."""
 
@@ -143,10 +203,13 @@ class Hazard(Record):
     #: Where a guard belongs, by meaning: "determinism" (inside TE's determinism filters, before
     #: the flags are recombined), "head_dim" (right after TE's FA2 head-dim check),
     #: "num_splits" (right after TE's split-KV filter for the backend) or "compute_capability"
-    #: (right after TE's compute-capability filter for the backend).
+    #: (right after TE's compute-capability filter for the backend) or "fused_backend" (right
+    #: after TE's answer from its fused-attention query, where TE puts its cuDNN filters).
     section: str
-    evidence: Evidence
-    #: Kernel version to install on the virtual device for witnesses (an affected one).
+    #: A kernel's refusal (`Evidence`) or TE's own later fix (`TeFix`).
+    evidence: Evidence | TeFix
+    #: Kernel version to install on the virtual device for witnesses (an affected one); for a
+    #: backend with no package of its own (FusedAttention) empty: cuDNN's version is a trigger.
     kernel_version: str
     #: Concrete values for inputs the triggers only bound (e.g. head dims above 192).
     witness_shapes: tuple[Mapping[str, Any], ...] = ({},)
@@ -173,23 +236,35 @@ class Hazard(Record):
     def fixed_for(self, scenario: Scenario) -> bool:
         """Whether the scenario's kernel is at or past the release that fixed the defect."""
         fixed_in = self.evidence.fixed_in
-        installed = getattr(scenario, PACKAGE_FIELD[self.backend])
+        installed = self.installed(scenario)
         return fixed_in is not None and installed is not None and compare(installed, fixed_in) >= 0
 
     def triggered_by(self, scenario: Scenario) -> bool:
         """True iff the kernel would fail for `scenario`: the hazard's definition."""
-        return self.guard_fires(scenario) and self.evidence.affects(
-            getattr(scenario, PACKAGE_FIELD[self.backend]) or "0"
-        )
+        return self.guard_fires(scenario) and self.evidence.affects(self.installed(scenario) or "0")
+
+    def installed(self, scenario: Scenario) -> str | None:
+        """The installed version of the backend's own package; None for one without a package
+        (FusedAttention: TE's C++ and cuDNN, whose version the triggers read)."""
+        field = PACKAGE_FIELD.get(self.backend)
+        return getattr(scenario, field) if field is not None else None
 
     def trigger_values(self) -> dict[str, Any]:
-        """Scenario fields that put every trigger in its hazardous state."""
+        """Scenario fields that put every trigger in its hazardous state.
+
+        A trigger on an input every witness shape sets is left to the shapes (a cuDNN range, a
+        mask outside a set), and so is one on an input derived from others (`padded_head_dim`
+        from both head dims, `sliding_window` from the window).
+        """
         values: dict[str, Any] = {}
+        chosen = set.intersection(*(set(shape) for shape in self.witness_shapes))
         for condition in self.triggers:
-            if condition.input == "padded_head_dim":
-                continue  # chosen by witness_shapes, which set both head dims
+            if condition.input in chosen or condition.input not in Scenario.FIELDS:
+                continue
             if condition.op == "==":
                 values[condition.input] = condition.value
+            elif condition.op == "in":
+                values[condition.input] = condition.value[0]
             elif condition.op == ">" and isinstance(condition.value, float):
                 values[condition.input] = round(condition.value + 0.1, 6)  # dropout, softcap
             elif condition.op == ">" and isinstance(condition.value, int):
@@ -221,14 +296,10 @@ class Hazard(Record):
             self.witness_shapes,
             ({}, ISOLATING_ENV[self.backend]) if environments else ({},),
         ):
-            yield base.with_changes(
-                {
-                    PACKAGE_FIELD[self.backend]: version,
-                    "compute_capability": arch,
-                    "env": env,
-                    **shape,
-                }
+            package = (
+                {PACKAGE_FIELD[self.backend]: version} if self.backend in PACKAGE_FIELD else {}
             )
+            yield base.with_changes({**package, "compute_capability": arch, "env": env, **shape})
 
     def control_scenarios(self, witness: Scenario) -> Iterator[tuple[Control, Scenario]]:
         for control in self.controls:
@@ -265,7 +336,7 @@ class Hazard(Record):
         }
 
 
-SECTIONS = ("determinism", "head_dim", "num_splits", "compute_capability")
+SECTIONS = ("determinism", "head_dim", "num_splits", "compute_capability", "fused_backend")
 #: What a hazard's id must match: a flake8 code of TEA's (compiled where a hazard is declared).
 HAZARD_ID = r"TEA0[0-9]{2}"
 

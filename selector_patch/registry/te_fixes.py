@@ -1,0 +1,339 @@
+"""Hazards whose evidence is TE's own later fix: TE switched the backend off, in its selector or
+in its C++ fused-attention query (`nvte_get_fused_attn_backend`), because it failed there.
+
+Every release before the fix, and every fork of one, still has the hazard. Each entry cites the
+commit and the PR, the first release whose own code filters the case, and the failure in TE's
+words; `te_last_lacking` is the newest release whose own code, the C++ included, still selects
+the backend for a witness (`tests/test_te_fixes.py` runs both releases to show it).
+
+TE's sm120 filters test exactly `(12, 0)` in Python and `sm_arch_ == 120` in C++, in every
+release through 2.20.2. Where the failure is the SM 12.x family's (cuDNN's or the kernel's
+limit, not one chip's), sm121 (GB10, DGX Spark) still has the hazard on the newest release: each
+such gap is an entry of its own, "left out" by TE's fix, with no release that filters it.
+"""
+
+from __future__ import annotations
+
+from selector_patch.registry.kernel_refusals import SM8X, SM10X_SM11X, SM12X
+from selector_patch.registry.model import Control, Hazard, TeFix
+from selector_patch.scenario import Condition
+
+#: Every architecture TE's fused attention runs on (cuDNN's arbitrary-seqlen kernels: sm80+).
+SM80_ON = (*SM8X, (9, 0), *SM10X_SM11X, *SM12X)
+#: The masks with a causal diagonal and no padding, which TE 2.10's cuDNN 9.14.0 filter spares.
+CAUSAL_MASKS = ("causal", "causal_bottom_right")
+#: The calls autograd does not record, in inference: where a KV cache is used.
+INFERENCE = {"training": False, "backward": False}
+#: A KV cache's inference call as `DotProductAttention` makes it.
+KV_CACHE_CALL = {**INFERENCE, "kv_cache": "non_paged"}
+#: A KV cache's call with more cached keys than queries, as flash-attn takes it (its causal
+#: diagonal is the bottom-right one) and a paged cache's 256-token pages divide.
+KV_CACHE_DECODE = {**KV_CACHE_CALL, "max_seqlen_kv": 512, "attn_mask_type": "causal_bottom_right"}
+#: Messages of TE's sm120 KV-cache filters (2.14: `device_compute_capability in ((8, 9), (12,
+#: 0))` for FusedAttention, `== (12, 0)` for FlashAttention).
+KV_CACHE_SM120_FIX = TeFix(
+    commit="490a5f41a",
+    pr=2320,
+    te_fixed_in="2.14.0",
+    layer="python",
+    failure=(
+        "Temporarily disabling fused attention for kv caching for sm89/sm120 irrespective of"
+        " cuDNN version until the cuDNN bug is resolved."
+    ),
+    te_last_lacking="2.13.0",
+    reference="[PyTorch] Fix attention backend and tests for `sm120`",
+)
+
+
+def _family_gap(fix: TeFix, why: str) -> TeFix:
+    """The sm121 side of an sm120 fix: TE's test names (12, 0) alone, so no release filters it."""
+    return fix.replace(
+        te_fixed_in="",
+        te_last_lacking="2.18.0",
+        reference=(
+            f"TE's fix (#{fix.pr}, first in {fix.te_fixed_in}) tests exactly sm120 and leaves"
+            f" sm121 out in every release through 2.20.2; {why}"
+        ),
+    )
+
+
+FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN = Hazard(
+    id="TEA010",
+    backend="FUSED",
+    title=(
+        "FusedAttention chosen on cuDNN 9.14.0 for a sliding window with a non-causal mask and"
+        " max_seqlen_kv > 1024 (NaN)"
+    ),
+    architectures=SM80_ON,
+    triggers=(
+        Condition("cudnn_version", "==", (9, 14, 0)),
+        Condition("sliding_window", "==", True),
+        Condition("attn_mask_type", "not in", CAUSAL_MASKS),
+        Condition("max_seqlen_kv", ">", 1024),
+    ),
+    message=(
+        "Disabling FusedAttention for a sliding window with a non-causal mask and max_seqlen_kv >"
+        " 1024 on cuDNN 9.14.0: it gives NaN."
+    ),
+    section="fused_backend",
+    evidence=TeFix(
+        commit="26aad6b0f",
+        pr=2344,
+        te_fixed_in="2.10.0",
+        layer="c++",
+        failure=(
+            "Warning: Given combination of attention mask (non-causal) and max_seqlen_kv (> 1024)"
+            " does not support fused attention for cuDNN 9.14.0."
+        ),
+        te_last_lacking="2.9.0",
+        reference="Disable cuDNN attention for known IMA and NaNs",
+    ),
+    kernel_version="",
+    witness_shapes=(
+        {
+            "cudnn_version": (9, 14, 0),
+            "window_size": (128, 0),
+            "attn_mask_type": "padding_causal",
+            "max_seqlen_q": 2048,
+            "max_seqlen_kv": 2048,
+        },
+    ),
+    controls=(
+        Control("cuDNN 9.15.0", {"cudnn_version": (9, 15, 0)}),
+        Control("max_seqlen_kv 1024", {"max_seqlen_q": 1024, "max_seqlen_kv": 1024}),
+        Control("no sliding window", {"window_size": None}),
+    ),
+    te_releases="every release with sliding-window fused attention before 2.10.0",
+)
+
+FUSED_CUDNN_9_10_F16 = Hazard(
+    id="TEA011",
+    backend="FUSED",
+    title="FusedAttention chosen for FP16/BF16 on cuDNN 9.10.0 or 9.10.1 (known SDPA bugs)",
+    architectures=SM80_ON,
+    triggers=(
+        Condition("cudnn_version", "in", ((9, 10, 0), (9, 10, 1))),
+        Condition("qkv_dtype", "in", ("bfloat16", "float16")),
+    ),
+    message="Disabling FusedAttention for FP16/BF16 on cuDNN 9.10.0/9.10.1: known SDPA bugs.",
+    section="fused_backend",
+    evidence=TeFix(
+        commit="0d8022834",
+        pr=1937,
+        te_fixed_in="2.6.0.post1",
+        layer="c++",
+        failure="9.10.0/9.10.1: known bugs with SDPA F16",
+        te_last_lacking="2.5.0",
+        reference="[Common] Skip cuDNN 9.10.0/9.10.1 due to bugs",
+    ),
+    kernel_version="",
+    witness_shapes=({"cudnn_version": (9, 10, 0)}, {"cudnn_version": (9, 10, 1)}),
+    controls=(
+        Control("cuDNN 9.10.2", {"cudnn_version": (9, 10, 2)}),
+        Control("cuDNN 9.9.0", {"cudnn_version": (9, 9, 0)}),
+    ),
+    te_releases="every release before 2.6",
+)
+
+FUSED_KV_CACHE_SM89 = Hazard(
+    id="TEA012",
+    backend="FUSED",
+    title="FusedAttention chosen with a KV cache on sm89 (wrong results)",
+    architectures=((8, 9),),
+    triggers=(Condition("kv_cache", "in", ("non_paged", "paged")),),
+    message="Disabling FusedAttention for KV caching for sm89: cuDNN gives wrong results.",
+    section="fused_backend",
+    evidence=TeFix(
+        commit="7f77127cb",
+        pr=2185,
+        te_fixed_in="2.8.0",
+        layer="python",
+        failure=(
+            "Temporarily disabling fused attention for kv caching for sm89 irrespective of cuDNN"
+            " version until the cuDNN bug is resolved"
+        ),
+        te_last_lacking="2.7.0",
+        reference=(
+            "first #1776 (2.4: cuDNN < 9.11), widened by #1895 (2.5: < 9.12), 2.6 (<= 9.12),"
+            " #2121 (2.7: <= 9.13), then #2185 (2.8: every cuDNN)"
+        ),
+    ),
+    kernel_version="",
+    witness_shapes=(KV_CACHE_CALL, {**KV_CACHE_CALL, "kv_cache": "paged"}),
+    controls=(
+        Control("no KV cache", {"kv_cache": None}),
+        Control("sm90", {"compute_capability": (9, 0)}),
+        Control("sm80", {"compute_capability": (8, 0)}),
+    ),
+    te_releases="2.3 (KV cache) onward, filtered for some cuDNN from 2.4, for all from 2.8",
+)
+
+FUSED_KV_CACHE_SM120 = Hazard(
+    id="TEA013",
+    backend="FUSED",
+    title="FusedAttention chosen with a KV cache on sm120",
+    architectures=((12, 0),),
+    triggers=(Condition("kv_cache", "in", ("non_paged", "paged")),),
+    message="Disabling FusedAttention for KV caching for sm120: cuDNN gives wrong results.",
+    section="fused_backend",
+    evidence=KV_CACHE_SM120_FIX,
+    kernel_version="",
+    witness_shapes=(KV_CACHE_CALL,),
+    controls=(Control("no KV cache", {"kv_cache": None}),),
+    te_releases="2.3 (KV cache) - 2.13",
+)
+
+FUSED_KV_CACHE_SM121 = FUSED_KV_CACHE_SM120.replace(
+    id="TEA014",
+    title="FusedAttention chosen with a KV cache on sm121 (TE's sm120 filter leaves it out)",
+    architectures=((12, 1),),
+    message="Disabling FusedAttention for KV caching for sm121: cuDNN gives wrong results.",
+    evidence=_family_gap(KV_CACHE_SM120_FIX, "the cuDNN bug is the SM 12.x kernels'"),
+    te_releases="every release through 2.20.2",
+)
+
+FLASH_KV_CACHE_SM120 = Hazard(
+    id="TEA015",
+    backend="FA2",
+    title="FlashAttention 2 chosen with a KV cache on sm120",
+    architectures=((12, 0),),
+    triggers=(Condition("kv_cache", "in", ("non_paged", "paged")),),
+    message="Disabling FlashAttention for KV caching for sm120.",
+    section="compute_capability",
+    evidence=KV_CACHE_SM120_FIX.replace(
+        failure="Temporarily disable FlashAttention for KV caching on sm120"
+    ),
+    kernel_version="2.8.3",
+    witness_shapes=(
+        {**KV_CACHE_DECODE, "kv_cache": "paged", "kv_page_size": 256},
+        KV_CACHE_DECODE,
+    ),
+    controls=(Control("no KV cache", {"kv_cache": None}),),
+    te_releases="2.3 (KV cache) - 2.13",
+)
+
+FLASH_KV_CACHE_SM121 = FLASH_KV_CACHE_SM120.replace(
+    id="TEA016",
+    title="FlashAttention 2 chosen with a KV cache on sm121 (TE's sm120 filter leaves it out)",
+    architectures=((12, 1),),
+    message="Disabling FlashAttention for KV caching for sm121.",
+    evidence=_family_gap(
+        FLASH_KV_CACHE_SM120.evidence, "flash-attn runs its SM 12.x kernels on both"
+    ),
+    te_releases="every release through 2.20.2",
+)
+
+FUSED_DETERMINISTIC_BLACKWELL = Hazard(
+    id="TEA017",
+    backend="FUSED",
+    title=(
+        "FusedAttention chosen for deterministic training on sm100+ with cuDNN < 9.18.1"
+        " (its backward is not deterministic)"
+    ),
+    architectures=SM10X_SM11X,
+    triggers=(
+        Condition("deterministic", "==", True),
+        Condition("training", "==", True),
+        Condition("cudnn_version", "<", (9, 18, 1)),
+    ),
+    message=(
+        "Disabling FusedAttention for determinism reasons on Blackwell: cuDNN < 9.18.1 has no"
+        " deterministic backward there."
+    ),
+    section="determinism",
+    evidence=TeFix(
+        commit="a5c79876a",
+        pr=2130,
+        te_fixed_in="2.7.0",
+        layer="python",
+        failure="Disabling FusedAttention for determinism reasons on Blackwell",
+        te_last_lacking="2.6.0.post1",
+        reference=(
+            "#2130 (2.7, cuDNN <= 9.14.0), #2288 fixed the tests around it; #2584 (C++) admits"
+            " cuDNN >= 9.18.1 without dropout or bias"
+        ),
+    ),
+    kernel_version="",
+    witness_shapes=({"cudnn_version": (9, 14, 0)},),
+    controls=(
+        Control("nondeterministic", {"deterministic": False}),
+        Control("sm90", {"compute_capability": (9, 0)}),
+        Control("inference", INFERENCE),
+    ),
+    te_releases="every release before 2.7",
+)
+
+SM120_DETERMINISM_FIX = TeFix(
+    commit="4ead776cf",
+    pr=2798,
+    te_fixed_in="2.14.0",
+    layer="c++",
+    failure="Warning: Deterministic fused attention on SM120 is not supported.",
+    te_last_lacking="2.13.0",
+    reference="[PyT][Common] Disable fused attention for sm120 if determinism is required",
+)
+
+FUSED_DETERMINISTIC_SM121 = Hazard(
+    id="TEA018",
+    backend="FUSED",
+    title=(
+        "FusedAttention chosen for deterministic training on sm121 (TE's sm120 filter leaves it"
+        " out)"
+    ),
+    architectures=((12, 1),),
+    triggers=(Condition("deterministic", "==", True), Condition("training", "==", True)),
+    message=(
+        "Disabling FusedAttention for determinism reasons on sm121: deterministic fused"
+        " attention on SM 12.x is not supported."
+    ),
+    section="fused_backend",
+    evidence=_family_gap(SM120_DETERMINISM_FIX, "cuDNN's SM 12.x backward is not deterministic"),
+    kernel_version="",
+    witness_shapes=({},),
+    controls=(
+        Control("nondeterministic", {"deterministic": False}),
+        Control("inference", INFERENCE),
+    ),
+    te_releases="every release through 2.20.2",
+)
+
+FUSED_SM121_OLD_CUDNN = Hazard(
+    id="TEA019",
+    backend="FUSED",
+    title="FusedAttention chosen on sm121 with cuDNN < 9.18.1 (TE's sm120 filter leaves it out)",
+    architectures=((12, 1),),
+    triggers=(Condition("cudnn_version", "<", (9, 18, 1)),),
+    message="Disabling FusedAttention for sm121 with cuDNN < 9.18.1: it is not supported.",
+    section="fused_backend",
+    evidence=_family_gap(
+        TeFix(
+            commit="487d68c02",
+            pr=2693,
+            te_fixed_in="2.14.0",
+            layer="c++",
+            failure=(
+                "Warning: Given combination of sm_arch_ == 120 and cudnn_runtime_version < 91801"
+                " is not supported."
+            ),
+            te_last_lacking="2.13.0",
+        ),
+        "cuDNN's SM 12.x support starts at 9.18.1",
+    ),
+    kernel_version="",
+    witness_shapes=({"cudnn_version": (9, 17, 0)},),
+    controls=(Control("cuDNN 9.18.1", {"cudnn_version": (9, 18, 1)}),),
+    te_releases="every release through 2.20.2",
+)
+
+TE_FIXES: tuple[Hazard, ...] = (
+    FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN,
+    FUSED_CUDNN_9_10_F16,
+    FUSED_KV_CACHE_SM89,
+    FUSED_KV_CACHE_SM120,
+    FUSED_KV_CACHE_SM121,
+    FLASH_KV_CACHE_SM120,
+    FLASH_KV_CACHE_SM121,
+    FUSED_DETERMINISTIC_BLACKWELL,
+    FUSED_DETERMINISTIC_SM121,
+    FUSED_SM121_OLD_CUDNN,
+)

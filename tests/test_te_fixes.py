@@ -1,0 +1,49 @@
+"""TE's own later fixes, shown on TE's own code: each hazard of `te_fixes` is reachable on the
+last release lacking the fix (its selector and its C++ fused-attention query, compiled from
+`../shared/te-cxx`) and not on the first release with it, where every control keeps the backend.
+
+An sm121 entry has no release with the fix: TE's sm120 filters leave sm121 out through 2.20.2,
+so it is reachable on the newest release whose C++ is at hand.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import NO_TE_CXX
+from selector_patch.registry import TE_FIXES, TeFix
+from selector_patch.verify import verify_hazard
+
+pytestmark = pytest.mark.skipif(NO_TE_CXX is not None, reason=NO_TE_CXX or "")
+
+
+@pytest.mark.parametrize("hazard", TE_FIXES, ids=[hazard.id for hazard in TE_FIXES])
+def test_the_last_release_lacking_the_fix_selects_the_backend(hazard, load_te_selector):
+    report = verify_hazard(load_te_selector(hazard.evidence.te_last_lacking).loaded, hazard)
+    assert report.reachable, report.summary()
+    assert not report.controls.failed
+
+
+FIXED = [hazard for hazard in TE_FIXES if hazard.evidence.te_fixed_in]
+
+
+@pytest.mark.parametrize("hazard", FIXED, ids=[hazard.id for hazard in FIXED])
+def test_the_first_release_with_the_fix_filters_it_and_keeps_the_controls(hazard, load_te_selector):
+    report = verify_hazard(load_te_selector(hazard.evidence.te_fixed_in).loaded, hazard)
+    assert report.applicable and not report.reachable, report.summary()
+    assert report.controls.passed and not report.controls.failed
+
+
+def test_every_te_fix_cites_its_commit_pr_and_failure():
+    for hazard in TE_FIXES:
+        fix = hazard.evidence
+        assert isinstance(fix, TeFix)
+        assert len(fix.commit) >= 9 and fix.pr > 0 and fix.failure, hazard.id
+        assert fix.layer in ("python", "c++"), hazard.id
+        assert f"#{fix.pr}" in fix.cites()
+
+
+def test_sm121_gaps_name_the_sm120_fix_they_fall_outside():
+    gaps = [hazard for hazard in TE_FIXES if not hazard.evidence.te_fixed_in]
+    assert gaps and all(hazard.architectures == ((12, 1),) for hazard in gaps)
+    assert all("leaves sm121 out" in hazard.evidence.reference for hazard in gaps)
