@@ -32,8 +32,8 @@ KV_CACHE_DECODE = {**KV_CACHE_CALL, "max_seqlen_kv": 512, "attn_mask_type": "cau
 #: Messages of TE's sm120 KV-cache filters (2.14: `device_compute_capability in ((8, 9), (12,
 #: 0))` for FusedAttention, `== (12, 0)` for FlashAttention).
 KV_CACHE_SM120_FIX = TeFix(
-    commit="490a5f41a",
-    pr=2320,
+    commit="487d68c02",
+    pr=2693,
     te_fixed_in="2.14.0",
     layer="python",
     failure=(
@@ -41,8 +41,20 @@ KV_CACHE_SM120_FIX = TeFix(
         " cuDNN version until the cuDNN bug is resolved."
     ),
     te_last_lacking="2.13.0",
+    reference="[PyT] [Common] Enable sm120 support for fused attn if cuDNN is 9.18.1+",
+)
+#: TE's first sm120 pass (#2320, in 2.9.0): FP8 and MLA's backward switched off there.
+SM120_BACKENDS_FIX = TeFix(
+    commit="490a5f41a",
+    pr=2320,
+    te_fixed_in="2.9.0",
+    layer="python",
+    failure="Disabling FusedAttention as FP8 is not supported for compute capability = sm120",
+    te_last_lacking="2.8.0",
     reference="[PyTorch] Fix attention backend and tests for `sm120`",
 )
+#: An FP8 attention call: the recipe's `fp8_dpa` under a `DelayedScaling` autocast.
+FP8_DPA = {"fp8_recipe": "DelayedScaling", "fp8_dpa": True}
 
 
 def _family_gap(fix: TeFix, why: str) -> TeFix:
@@ -325,6 +337,167 @@ FUSED_SM121_OLD_CUDNN = Hazard(
     te_releases="every release through 2.20.2",
 )
 
+FUSED_SM120_DETERMINISTIC = FUSED_DETERMINISTIC_SM121.replace(
+    id="TEA020",
+    title="FusedAttention chosen for deterministic training on sm120",
+    architectures=((12, 0),),
+    message=(
+        "Disabling FusedAttention for determinism reasons on sm120: deterministic fused"
+        " attention on SM 12.x is not supported."
+    ),
+    evidence=SM120_DETERMINISM_FIX,
+    te_releases="every release before 2.14 that runs fused attention on sm120",
+)
+
+FUSED_SM120_OLD_CUDNN = FUSED_SM121_OLD_CUDNN.replace(
+    id="TEA021",
+    title="FusedAttention chosen on sm120 with cuDNN < 9.18.1",
+    architectures=((12, 0),),
+    message="Disabling FusedAttention for sm120 with cuDNN < 9.18.1: it is not supported.",
+    evidence=TeFix(
+        commit="487d68c02",
+        pr=2693,
+        te_fixed_in="2.14.0",
+        layer="c++",
+        failure=(
+            "Warning: Given combination of sm_arch_ == 120 and cudnn_runtime_version < 91801 is"
+            " not supported."
+        ),
+        te_last_lacking="2.13.0",
+        reference="[PyT] [Common] Enable sm120 support for fused attn if cuDNN is 9.18.1+",
+    ),
+    te_releases="every release before 2.14 that runs fused attention on sm120",
+)
+
+FUSED_FP8_SM120 = Hazard(
+    id="TEA022",
+    backend="FUSED",
+    title="FusedAttention chosen for FP8 attention on sm120",
+    architectures=((12, 0),),
+    triggers=(Condition("fp8_dpa", "==", True),),
+    message="Disabling FusedAttention as FP8 is not supported for compute capability = sm120",
+    section="fused_backend",
+    evidence=SM120_BACKENDS_FIX,
+    kernel_version="",
+    witness_shapes=(FP8_DPA,),
+    controls=(Control("no FP8", {"fp8_recipe": None, "fp8_dpa": False}),),
+    te_releases="every release before 2.9 with FP8 attention",
+)
+
+FUSED_FP8_SM121 = FUSED_FP8_SM120.replace(
+    id="TEA023",
+    title="FusedAttention chosen for FP8 attention on sm121 (TE's sm120 filter leaves it out)",
+    architectures=((12, 1),),
+    message="Disabling FusedAttention as FP8 is not supported for compute capability = sm121",
+    evidence=_family_gap(SM120_BACKENDS_FIX, "cuDNN's FP8 attention has no SM 12.x kernels"),
+    te_releases="every release through 2.20.2",
+)
+
+FUSED_MLA_BACKWARD_SM120 = Hazard(
+    id="TEA024",
+    backend="FUSED",
+    title="FusedAttention chosen for an MLA backward with head_dim_qk > 128 on sm120",
+    architectures=((12, 0),),
+    triggers=(
+        Condition("head_dim_qk", ">", 128),
+        Condition("training", "==", True),
+    ),
+    message=(
+        "Disabling FusedAttention as MLA for backward pass is not supported for compute"
+        " capability = sm120 for a head_dim_qk > 128 or head_dim_qk %8 != 0."
+    ),
+    section="fused_backend",
+    evidence=SM120_BACKENDS_FIX.replace(
+        failure=(
+            "Disabling FusedAttention as MLA for backward pass is not supported for compute"
+            " capability = sm120 for a head_dim_qk > 128 or head_dim_qk %%8 != 0."
+        )
+    ),
+    kernel_version="",
+    witness_shapes=({"head_dim_qk": 192, "head_dim_v": 128},),
+    controls=(
+        Control("head_dim_qk 128", {"head_dim_qk": 128}),
+        Control("inference", INFERENCE),
+    ),
+    te_releases="every release before 2.9 with MLA",
+)
+
+FUSED_MLA_BACKWARD_SM121 = FUSED_MLA_BACKWARD_SM120.replace(
+    id="TEA025",
+    title=(
+        "FusedAttention chosen for an MLA backward with head_dim_qk > 128 on sm121 (TE's sm120"
+        " filter leaves it out)"
+    ),
+    architectures=((12, 1),),
+    message=(
+        "Disabling FusedAttention as MLA for backward pass is not supported for compute"
+        " capability = sm121 for a head_dim_qk > 128."
+    ),
+    evidence=_family_gap(
+        FUSED_MLA_BACKWARD_SM120.evidence, "cuDNN's SM 12.x MLA backward is the limit"
+    ),
+    te_releases="every release through 2.20.2",
+)
+
+FUSED_T3HD_SM121 = Hazard(
+    id="TEA026",
+    backend="FUSED",
+    title="FusedAttention chosen for T3HD/TH3D layouts on sm121 (TE's sm120 filter leaves it out)",
+    architectures=((12, 1),),
+    triggers=(Condition("qkv_layout", "in", ("t3hd", "th3d")),),
+    message="Disabling FusedAttention for T3HD/TH3D layouts on sm121: they are not supported.",
+    section="fused_backend",
+    evidence=_family_gap(
+        FUSED_SM120_OLD_CUDNN.evidence.replace(
+            failure=(
+                "Warning: Given combination of T3HD/TH3D layouts on SM120 is not supported."
+                " Please consider using other THD layouts if possible."
+            )
+        ),
+        "cuDNN's SM 12.x kernels lack the packed THD layouts",
+    ),
+    kernel_version="",
+    witness_shapes=(
+        {"qkv_layout": "t3hd", "attn_mask_type": "padding_causal"},
+        {"qkv_layout": "th3d", "attn_mask_type": "padding_causal"},
+    ),
+    controls=(Control("thd_thd_thd", {"qkv_layout": "thd_thd_thd"}),),
+    te_releases="every release through 2.20.2",
+)
+
+FA3_DETERMINISTIC_HEAD_DIM_256 = Hazard(
+    id="TEA027",
+    backend="FA3",
+    title="FlashAttention 3 chosen for deterministic execution with head_dim_qk >= 256",
+    architectures=((9, 0),),
+    triggers=(
+        Condition("deterministic", "==", True),
+        Condition("head_dim_qk", ">=", 256),
+    ),
+    message="Disabling FlashAttention 3 for deterministic execution with head_dim_qk >= 256.",
+    section="determinism",
+    evidence=TeFix(
+        commit="c5a4fd5a3",
+        pr=2432,
+        te_fixed_in="2.15.0",
+        layer="python",
+        failure="Disabling FlashAttention 3 for deterministic execution with head_dim_qk >= 256.",
+        te_last_lacking="2.14.0",
+        reference=(
+            "came inside [PyTorch] Add FA4 Support, without a fix title: flash-attn 3's"
+            " deterministic backward has no head-dim-256 kernel"
+        ),
+        package="flash-attn 3",
+    ),
+    kernel_version="3.0.0b1",
+    witness_shapes=({"head_dim_qk": 256, "head_dim_v": 256},),
+    controls=(
+        Control("nondeterministic", {"deterministic": False}),
+        Control("head dim 128", {"head_dim_qk": 128, "head_dim_v": 128}),
+    ),
+    te_releases="1.11 (FA3) - 2.14",
+)
+
 TE_FIXES: tuple[Hazard, ...] = (
     FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN,
     FUSED_CUDNN_9_10_F16,
@@ -336,4 +509,12 @@ TE_FIXES: tuple[Hazard, ...] = (
     FUSED_DETERMINISTIC_BLACKWELL,
     FUSED_DETERMINISTIC_SM121,
     FUSED_SM121_OLD_CUDNN,
+    FUSED_SM120_DETERMINISTIC,
+    FUSED_SM120_OLD_CUDNN,
+    FUSED_FP8_SM120,
+    FUSED_FP8_SM121,
+    FUSED_MLA_BACKWARD_SM120,
+    FUSED_MLA_BACKWARD_SM121,
+    FUSED_T3HD_SM121,
+    FA3_DETERMINISTIC_HEAD_DIM_256,
 )
