@@ -265,6 +265,8 @@ class Hazard(Record):
                 values[condition.input] = condition.value
             elif condition.op == "in":
                 values[condition.input] = condition.value[0]
+            elif condition.op in (">=", "<="):
+                values[condition.input] = condition.value
             elif condition.op == ">" and isinstance(condition.value, float):
                 values[condition.input] = round(condition.value + 0.1, 6)  # dropout, softcap
             elif condition.op == ">" and isinstance(condition.value, int):

@@ -498,6 +498,81 @@ FA3_DETERMINISTIC_HEAD_DIM_256 = Hazard(
     te_releases="1.11 (FA3) - 2.14",
 )
 
+FUSED_MLA_BACKWARD_SM90 = Hazard(
+    id="TEA028",
+    backend="FUSED",
+    title=(
+        "FusedAttention chosen for an MLA backward on sm90 with unequal head dims >= 128 and"
+        " cuDNN >= 9.11"
+    ),
+    architectures=((9, 0),),
+    triggers=(
+        Condition("cudnn_version", ">=", (9, 11, 0)),
+        Condition("training", "==", True),
+        Condition("head_dim_qk", ">=", 128),
+        Condition("head_dim_v", ">=", 128),
+        Condition("head_dim_qk", "!=", 192),
+    ),
+    message=(
+        "Disabling FusedAttention for an MLA backward on sm90 with unequal head dims >= 128:"
+        " cuDNN 9.11+ fails it."
+    ),
+    section="fused_backend",
+    evidence=TeFix(
+        commit="7f77127cb",
+        pr=2185,
+        te_fixed_in="2.8.0",
+        layer="c++",
+        failure=(
+            "9.11+ bug: 128 < d_qk <= 256, 128 < d_v <= 256 + Hopper + bprop + MLA. Conditional"
+            " to temporarily use blanket cudnn_runtime_version >= 9.11 until fixed"
+        ),
+        te_last_lacking="2.7.0",
+        reference=(
+            "#1960 (657c965bb) filtered cuDNN 9.11 - 9.13 only; #2185 widened it to every cuDNN"
+            " from 9.11"
+        ),
+    ),
+    kernel_version="",
+    witness_shapes=({"head_dim_qk": 256, "head_dim_v": 128, "cudnn_version": (9, 18, 1)},),
+    controls=(
+        Control("equal head dims", {"head_dim_v": 256}),
+        Control("inference", INFERENCE),
+        Control("cuDNN 9.10.2", {"cudnn_version": (9, 10, 2)}),
+    ),
+    te_releases="every release with MLA before 2.8 (cuDNN 9.11 - 9.13 filtered from #1960)",
+)
+
+FUSED_FP8_CURRENT_SCALING_OLD_CUDNN = Hazard(
+    id="TEA029",
+    backend="FUSED",
+    title="FusedAttention chosen for FP8 current scaling with cuDNN < 9.14.0",
+    architectures=SM10X_SM11X,
+    triggers=(
+        Condition("fp8_recipe", "==", "Float8CurrentScaling"),
+        Condition("fp8_dpa", "==", True),
+        Condition("cudnn_version", "<", (9, 14, 0)),
+    ),
+    message="Disabling FusedAttention for FP8 current scaling with cuDNN < 9.14.0",
+    section="fused_backend",
+    evidence=TeFix(
+        commit="fd2f589f2",
+        pr=2236,
+        te_fixed_in="2.9.0",
+        layer="python",
+        failure="Disabling FusedAttention for FP8 current scaling with cuDNN < 9.14.0",
+        te_last_lacking="2.8.0",
+        reference="[PyTorch] Bump minimum cuDNN version for fused attention with FP8 current scaling",
+    ),
+    kernel_version="",
+    witness_shapes=({"cudnn_version": (9, 13, 0)},),
+    controls=(
+        Control("cuDNN 9.14.0", {"cudnn_version": (9, 14, 0)}),
+        Control("delayed scaling", {"fp8_recipe": "DelayedScaling"}),
+    ),
+    te_releases="2.8 (FP8 current scaling attention)",
+)
+
 TE_FIXES: tuple[Hazard, ...] = (
     FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN,
     FUSED_CUDNN_9_10_F16,
@@ -517,4 +592,6 @@ TE_FIXES: tuple[Hazard, ...] = (
     FUSED_MLA_BACKWARD_SM121,
     FUSED_T3HD_SM121,
     FA3_DETERMINISTIC_HEAD_DIM_256,
+    FUSED_MLA_BACKWARD_SM90,
+    FUSED_FP8_CURRENT_SCALING_OLD_CUDNN,
 )
