@@ -26,13 +26,15 @@ from selector_patch.project import (
     project_table,
 )
 from selector_patch.records import TupleRecord
-from selector_patch.registry import HAZARDS, Hazard
+from selector_patch.registry import HAZARDS, TE_FIXES, Hazard
 
 KEYS = ("hazards", "skip", "selector-functions", "te-cxx")
 
 
 class Config(TupleRecord):
     hazards: tuple[Hazard, ...] = HAZARDS
+    #: TE's own later fixes not skipped (what the harness-side modes add: the runtime patch).
+    te_fixes: tuple[Hazard, ...] = TE_FIXES
     selector_functions: tuple[str, ...] = DEFAULT_SELECTOR_FUNCTIONS
     #: The `pyproject.toml` the settings came from, if any.
     path: Path | None = None
@@ -75,7 +77,7 @@ def config_from_table(table: Mapping[str, Any], path: Path | None = None) -> Con
         Hazard.from_mapping(data, f"hazards[{index}]")
         for index, data in enumerate(_array(table, "hazards", dict))
     )
-    known = [h.id for h in HAZARDS] + [h.id for h in extra]
+    known = [h.id for h in (*HAZARDS, *TE_FIXES, *extra)]
     duplicates = sorted({i for i in known if known.count(i) > 1})
     if duplicates:
         raise ValueError(f"hazards: id {duplicates[0]} is declared twice")
@@ -88,6 +90,7 @@ def config_from_table(table: Mapping[str, Any], path: Path | None = None) -> Con
         raise ValueError("te-cxx: expected a directory path (the per-release TE C++ trees)")
     return Config(
         hazards=tuple(h for h in (*HAZARDS, *extra) if h.id not in skip),
+        te_fixes=tuple(h for h in TE_FIXES if h.id not in skip),
         selector_functions=functions or DEFAULT_SELECTOR_FUNCTIONS,
         path=path,
     )

@@ -45,7 +45,7 @@ from selector_patch.bytecode import names_constant
 from selector_patch.config import load_config
 from selector_patch.registry import PACKAGE_FIELD, Hazard
 from selector_patch.roles import ROLES
-from selector_patch.scenario import HELD_AS_IS, OPTIONAL_FEATURES, Scenario
+from selector_patch.scenario import HELD_AS_IS, Scenario
 
 SELECTOR = "get_attention_backend"
 PARAMS = "AttentionParams"
@@ -109,13 +109,32 @@ def trigger_scenario(module: types.ModuleType, params: Any) -> Scenario:
         attention_dropout=float(params.attention_dropout),
         head_dim_qk=head_dim_qk,
         head_dim_v=head_dim_v,
-        **{
-            name: getattr(params, name)
-            for name in OPTIONAL_FEATURES
-            if name in fields and name in HELD_AS_IS
-        },
+        **{name: getattr(params, name) for name in HELD_AS_IS if name in fields},
+        **built_inputs(module, params, fields),
         **{field: installed_version(module, role) for role, field in PACKAGE_FIELD.items()},
     )
+
+
+def built_inputs(module: types.ModuleType, params: Any, fields: set[str]) -> dict[str, Any]:
+    """The inputs TE's fixes trigger on that the params hold as TE's objects, read back into
+    the registry's words: the window, the dtype, the KV cache, the FP8 recipe, and the cuDNN
+    version the module's own `get_cudnn_version` reports."""
+    inputs: dict[str, Any] = {}
+    if getattr(params, "window_size", None) is not None:
+        inputs["window_size"] = tuple(params.window_size)
+    if "qkv_dtype" in fields:
+        inputs["qkv_dtype"] = params.qkv_dtype  # `Scenario` keeps a dtype by its name
+    inference = getattr(params, "inference_params", None)
+    if inference is not None:
+        inputs["kv_cache"] = "paged" if getattr(inference, "is_paged", False) else "non_paged"
+    recipe = (getattr(params, "fp8_meta", None) or {}).get("recipe")
+    if getattr(params, "fp8", False) and recipe is not None:
+        inputs["fp8_recipe"] = type(recipe).__name__
+        inputs["fp8_dpa"] = bool(getattr(recipe, "fp8_dpa", False))
+    cudnn_version = module.__dict__.get("get_cudnn_version")
+    if callable(cudnn_version):
+        inputs["cudnn_version"] = tuple(cudnn_version())
+    return inputs
 
 
 def with_backward_signal(params_class: type) -> type:
@@ -239,10 +258,13 @@ def install(
 
     `hazards` defaults to the registry plus what `[tool.te-attn-guards]` of the nearest
     `pyproject.toml` above the working directory declares or skips (as the linter and the
-    codemod read it).
+    codemod read it), and TE's own later fixes (`TE_FIXES`) that it does not skip: an older TE
+    gets the filters its successors added.
     """
     module = module if module is not None else selector_module()
-    hazards = tuple(hazards) if hazards is not None else load_config(Path.cwd()).hazards
+    if hazards is None:
+        config = load_config(Path.cwd())
+        hazards = (*config.hazards, *config.te_fixes)
     with _lock:
         if module not in _patches:
             replaced_os = os if module.__dict__.get("os") is os else None
@@ -251,7 +273,7 @@ def install(
                 field.name for field in dataclasses.fields(params_class)
             }
             replaced_params = params_class if needs_signal else None
-            patch = _Patch(module.__dict__[SELECTOR], hazards, replaced_os, replaced_params)
+            patch = _Patch(module.__dict__[SELECTOR], tuple(hazards), replaced_os, replaced_params)
             if replaced_os is not None:
                 module.os = scoped_env.OS_VIEW
             if replaced_params is not None:

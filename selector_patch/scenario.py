@@ -83,6 +83,8 @@ INPUTS: dict[str, Callable[["Scenario"], Any]] = {
     "cudnn_version": operator.attrgetter("cudnn_version"),
     #: A window whose left edge is finite: TE's C++ reads `window_size_left != -1`.
     "sliding_window": lambda s: s.window_size is not None and s.window_size[0] >= 0,
+    #: Multi-latent attention: the query/key and value head dims differ.
+    "mla": lambda s: s.head_dim_qk != s.head_dim_v,
 }
 #: Inputs holding a torch dtype, kept by its name (`"float8_e4m3fn"`) so that a scenario stays
 #: plain data; TE's own `torch.float16` is accepted and stored by its name.

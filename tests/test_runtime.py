@@ -81,7 +81,8 @@ def patched():
     def get(version: str):
         if version not in selectors:
             selectors[version] = load_selector(resolve(version))
-            selector_patch.install(selectors[version].module)
+            # the codemod's guards are the registry's; TE's own fixes: tests/test_te_fixes.py
+            selector_patch.install(selectors[version].module, HAZARDS)
         return selectors[version]
 
     yield get

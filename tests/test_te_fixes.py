@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+import selector_patch
 from conftest import NO_TE_CXX
+from selector_patch.harness import load_selector
 from selector_patch.registry import TE_FIXES, TeFix
 from selector_patch.verify import verify_hazard
 
@@ -47,3 +49,40 @@ def test_sm121_gaps_name_the_sm120_fix_they_fall_outside():
     gaps = [hazard for hazard in TE_FIXES if not hazard.evidence.te_fixed_in]
     assert gaps and all(hazard.architectures == ((12, 1),) for hazard in gaps)
     assert all("leaves sm121 out" in hazard.evidence.reference for hazard in gaps)
+
+
+@pytest.fixture(scope="module")
+def patched(release):
+    """`patched(version)`: a fresh load of the release with `install()`'s defaults applied."""
+    selectors = {}
+
+    def get(version: str):
+        if version not in selectors:
+            selectors[version] = load_selector(release(version))
+            selector_patch.install(selectors[version].module)
+        return selectors[version]
+
+    yield get
+    for selector in selectors.values():
+        selector_patch.uninstall(selector.module)
+
+
+@pytest.mark.parametrize("hazard", TE_FIXES, ids=[hazard.id for hazard in TE_FIXES])
+def test_the_runtime_patch_filters_the_witnesses_and_keeps_the_controls(
+    hazard, patched, load_te_selector
+):
+    """With `install()`, TE's own selector of the last release lacking the fix re-runs with the
+    backend switched off for each witness, and answers every control as it did unpatched; a
+    control inside another fix's hazard (sm120 below cuDNN 9.18.1) loses that one's backend."""
+    version = hazard.evidence.te_last_lacking
+    report = verify_hazard(patched(version), hazard)
+    assert report.witnesses and not report.reachable, report.summary()
+    unpatched = load_te_selector(version).loaded
+    for witness in hazard.witnesses():
+        for control, scenario in hazard.control_scenarios(witness):
+            got = patched(version).select(scenario)
+            others = {other.backend for other in TE_FIXES if other.triggered_by(scenario)}
+            if others:
+                assert got.role not in others, control.name
+            else:
+                assert got == unpatched.select(scenario), control.name

@@ -10,6 +10,9 @@ TE's sm120 filters test exactly `(12, 0)` in Python and `sm_arch_ == 120` in C++
 release through 2.20.2. Where the failure is the SM 12.x family's (cuDNN's or the kernel's
 limit, not one chip's), sm121 (GB10, DGX Spark) still has the hazard on the newest release: each
 such gap is an entry of its own, "left out" by TE's fix, with no release that filters it.
+
+Their ids are TEA050 onward, so that the codes below stay free for kernel refusals and for the
+hazards users declare in `pyproject.toml` (the README's example is TEA010).
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ def _family_gap(fix: TeFix, why: str) -> TeFix:
 
 
 FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN = Hazard(
-    id="TEA010",
+    id="TEA050",
     backend="FUSED",
     title=(
         "FusedAttention chosen on cuDNN 9.14.0 for a sliding window with a non-causal mask and"
@@ -119,7 +122,7 @@ FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN = Hazard(
 )
 
 FUSED_CUDNN_9_10_F16 = Hazard(
-    id="TEA011",
+    id="TEA051",
     backend="FUSED",
     title="FusedAttention chosen for FP16/BF16 on cuDNN 9.10.0 or 9.10.1 (known SDPA bugs)",
     architectures=SM80_ON,
@@ -148,7 +151,7 @@ FUSED_CUDNN_9_10_F16 = Hazard(
 )
 
 FUSED_KV_CACHE_SM89 = Hazard(
-    id="TEA012",
+    id="TEA052",
     backend="FUSED",
     title="FusedAttention chosen with a KV cache on sm89 (wrong results)",
     architectures=((8, 9),),
@@ -181,7 +184,7 @@ FUSED_KV_CACHE_SM89 = Hazard(
 )
 
 FUSED_KV_CACHE_SM120 = Hazard(
-    id="TEA013",
+    id="TEA053",
     backend="FUSED",
     title="FusedAttention chosen with a KV cache on sm120",
     architectures=((12, 0),),
@@ -196,7 +199,7 @@ FUSED_KV_CACHE_SM120 = Hazard(
 )
 
 FUSED_KV_CACHE_SM121 = FUSED_KV_CACHE_SM120.replace(
-    id="TEA014",
+    id="TEA054",
     title="FusedAttention chosen with a KV cache on sm121 (TE's sm120 filter leaves it out)",
     architectures=((12, 1),),
     message="Disabling FusedAttention for KV caching for sm121: cuDNN gives wrong results.",
@@ -205,7 +208,7 @@ FUSED_KV_CACHE_SM121 = FUSED_KV_CACHE_SM120.replace(
 )
 
 FLASH_KV_CACHE_SM120 = Hazard(
-    id="TEA015",
+    id="TEA055",
     backend="FA2",
     title="FlashAttention 2 chosen with a KV cache on sm120",
     architectures=((12, 0),),
@@ -225,7 +228,7 @@ FLASH_KV_CACHE_SM120 = Hazard(
 )
 
 FLASH_KV_CACHE_SM121 = FLASH_KV_CACHE_SM120.replace(
-    id="TEA016",
+    id="TEA056",
     title="FlashAttention 2 chosen with a KV cache on sm121 (TE's sm120 filter leaves it out)",
     architectures=((12, 1),),
     message="Disabling FlashAttention for KV caching for sm121.",
@@ -236,7 +239,7 @@ FLASH_KV_CACHE_SM121 = FLASH_KV_CACHE_SM120.replace(
 )
 
 FUSED_DETERMINISTIC_BLACKWELL = Hazard(
-    id="TEA017",
+    id="TEA057",
     backend="FUSED",
     title=(
         "FusedAttention chosen for deterministic training on sm100+ with cuDNN < 9.18.1"
@@ -286,7 +289,7 @@ SM120_DETERMINISM_FIX = TeFix(
 )
 
 FUSED_DETERMINISTIC_SM121 = Hazard(
-    id="TEA018",
+    id="TEA058",
     backend="FUSED",
     title=(
         "FusedAttention chosen for deterministic training on sm121 (TE's sm120 filter leaves it"
@@ -310,7 +313,7 @@ FUSED_DETERMINISTIC_SM121 = Hazard(
 )
 
 FUSED_SM121_OLD_CUDNN = Hazard(
-    id="TEA019",
+    id="TEA059",
     backend="FUSED",
     title="FusedAttention chosen on sm121 with cuDNN < 9.18.1 (TE's sm120 filter leaves it out)",
     architectures=((12, 1),),
@@ -338,7 +341,7 @@ FUSED_SM121_OLD_CUDNN = Hazard(
 )
 
 FUSED_SM120_DETERMINISTIC = FUSED_DETERMINISTIC_SM121.replace(
-    id="TEA020",
+    id="TEA060",
     title="FusedAttention chosen for deterministic training on sm120",
     architectures=((12, 0),),
     message=(
@@ -350,7 +353,7 @@ FUSED_SM120_DETERMINISTIC = FUSED_DETERMINISTIC_SM121.replace(
 )
 
 FUSED_SM120_OLD_CUDNN = FUSED_SM121_OLD_CUDNN.replace(
-    id="TEA021",
+    id="TEA061",
     title="FusedAttention chosen on sm120 with cuDNN < 9.18.1",
     architectures=((12, 0),),
     message="Disabling FusedAttention for sm120 with cuDNN < 9.18.1: it is not supported.",
@@ -370,7 +373,7 @@ FUSED_SM120_OLD_CUDNN = FUSED_SM121_OLD_CUDNN.replace(
 )
 
 FUSED_FP8_SM120 = Hazard(
-    id="TEA022",
+    id="TEA062",
     backend="FUSED",
     title="FusedAttention chosen for FP8 attention on sm120",
     architectures=((12, 0),),
@@ -385,7 +388,7 @@ FUSED_FP8_SM120 = Hazard(
 )
 
 FUSED_FP8_SM121 = FUSED_FP8_SM120.replace(
-    id="TEA023",
+    id="TEA063",
     title="FusedAttention chosen for FP8 attention on sm121 (TE's sm120 filter leaves it out)",
     architectures=((12, 1),),
     message="Disabling FusedAttention as FP8 is not supported for compute capability = sm121",
@@ -394,7 +397,7 @@ FUSED_FP8_SM121 = FUSED_FP8_SM120.replace(
 )
 
 FUSED_MLA_BACKWARD_SM120 = Hazard(
-    id="TEA024",
+    id="TEA064",
     backend="FUSED",
     title="FusedAttention chosen for an MLA backward with head_dim_qk > 128 on sm120",
     architectures=((12, 0),),
@@ -423,7 +426,7 @@ FUSED_MLA_BACKWARD_SM120 = Hazard(
 )
 
 FUSED_MLA_BACKWARD_SM121 = FUSED_MLA_BACKWARD_SM120.replace(
-    id="TEA025",
+    id="TEA065",
     title=(
         "FusedAttention chosen for an MLA backward with head_dim_qk > 128 on sm121 (TE's sm120"
         " filter leaves it out)"
@@ -440,7 +443,7 @@ FUSED_MLA_BACKWARD_SM121 = FUSED_MLA_BACKWARD_SM120.replace(
 )
 
 FUSED_T3HD_SM121 = Hazard(
-    id="TEA026",
+    id="TEA066",
     backend="FUSED",
     title="FusedAttention chosen for T3HD/TH3D layouts on sm121 (TE's sm120 filter leaves it out)",
     architectures=((12, 1),),
@@ -466,7 +469,7 @@ FUSED_T3HD_SM121 = Hazard(
 )
 
 FA3_DETERMINISTIC_HEAD_DIM_256 = Hazard(
-    id="TEA027",
+    id="TEA067",
     backend="FA3",
     title="FlashAttention 3 chosen for deterministic execution with head_dim_qk >= 256",
     architectures=((9, 0),),
@@ -499,7 +502,7 @@ FA3_DETERMINISTIC_HEAD_DIM_256 = Hazard(
 )
 
 FUSED_MLA_BACKWARD_SM90 = Hazard(
-    id="TEA028",
+    id="TEA068",
     backend="FUSED",
     title=(
         "FusedAttention chosen for an MLA backward on sm90 with unequal head dims >= 128 and"
@@ -511,6 +514,7 @@ FUSED_MLA_BACKWARD_SM90 = Hazard(
         Condition("training", "==", True),
         Condition("head_dim_qk", ">=", 128),
         Condition("head_dim_v", ">=", 128),
+        Condition("mla", "==", True),
         Condition("head_dim_qk", "!=", 192),
     ),
     message=(
@@ -544,7 +548,7 @@ FUSED_MLA_BACKWARD_SM90 = Hazard(
 )
 
 FUSED_FP8_CURRENT_SCALING_OLD_CUDNN = Hazard(
-    id="TEA029",
+    id="TEA069",
     backend="FUSED",
     title="FusedAttention chosen for FP8 current scaling with cuDNN < 9.14.0",
     architectures=SM10X_SM11X,
