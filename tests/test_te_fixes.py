@@ -14,6 +14,7 @@ import selector_patch
 from conftest import NO_TE_CXX
 from selector_patch.harness import load_selector
 from selector_patch.registry import TE_FIXES, TeFix
+from selector_patch.testing import assert_case, hazard_cases
 from selector_patch.verify import verify_hazard
 
 pytestmark = pytest.mark.skipif(NO_TE_CXX is not None, reason=NO_TE_CXX or "")
@@ -86,3 +87,19 @@ def test_the_runtime_patch_filters_the_witnesses_and_keeps_the_controls(
                 assert got.role not in others, control.name
             else:
                 assert got == unpatched.select(scenario), control.name
+
+
+@pytest.mark.parametrize("hazard", FIXED, ids=[hazard.id for hazard in FIXED])
+def test_the_pytest_plugins_cases_pass_on_the_first_release_with_the_fix(hazard, load_te_selector):
+    """`hazard_cases` of a TE fix, as a fork's suite writes them, hold where TE has the fix."""
+    cases = hazard_cases(hazard.id)
+    assert len({case.id for case in cases}) == len(cases)
+    selector = load_te_selector(hazard.evidence.te_fixed_in)
+    judged = 0
+    for case in cases:
+        try:
+            assert_case(selector.select(**case.values[0].inputs), case.values[0])
+        except pytest.skip.Exception:  # a control TE's other filters exclude, as verify says
+            continue
+        judged += 1
+    assert judged >= len(cases) // 2

@@ -25,6 +25,8 @@ from selector_patch.testing.inputs import keyword_inputs
 
 WITNESS, CONTROL = "witness", "control"
 HEAD_DIMS = ("head_dim_qk", "head_dim_v")
+#: Trigger inputs derived from other inputs, by the scenario fields a case spells out for them.
+SPELT_AS = {"padded_head_dim": HEAD_DIMS, "mla": HEAD_DIMS, "sliding_window": ("window_size",)}
 #: How an id says a boolean input, true and false.
 BOOL_WORDS = {
     "training": ("training", "eval"),
@@ -37,7 +39,8 @@ def find_hazard(hazard: str | Hazard) -> Hazard:
     """`hazard` itself, or the configured (else registry) hazard with that id."""
     if isinstance(hazard, Hazard):
         return hazard
-    known = {h.id: h for h in (*HAZARDS, *load_config(Path.cwd()).hazards)}
+    config = load_config(Path.cwd())
+    known = {h.id: h for h in (*HAZARDS, *config.hazards, *config.te_fixes)}
     if hazard not in known:
         raise ValueError(f"unknown hazard {hazard!r}; known: {', '.join(known)}")
     return known[hazard]
@@ -46,9 +49,10 @@ def find_hazard(hazard: str | Hazard) -> Hazard:
 def hazard_inputs(hazard: Hazard) -> tuple[str, ...]:
     """The inputs a case of `hazard` always spells out, default or not: the architecture, the
     backend's package version and every input a trigger reads."""
-    names = ["compute_capability", PACKAGE_FIELD[hazard.backend]]
+    names = ["compute_capability"]
+    names += [PACKAGE_FIELD[hazard.backend]] if hazard.backend in PACKAGE_FIELD else []
     for condition in hazard.triggers:
-        names += HEAD_DIMS if condition.input == "padded_head_dim" else [condition.input]
+        names += SPELT_AS.get(condition.input, [condition.input])
     return tuple(dict.fromkeys(names))
 
 
@@ -67,6 +71,10 @@ def _word(name: str, scenario: Scenario, hazard: Hazard) -> str:
         if env == ISOLATING_ENV[hazard.backend]:
             return f"{hazard.backend.lower()}_only"
         return "-".join(f"{key}={env[key]}" for key in sorted(env)) or "default_env"
+    if name == "cudnn_version":
+        return "cudnn" + ".".join(map(str, value))
+    if isinstance(value, tuple):
+        return f"{name}_{'_'.join(map(str, value))}"
     if isinstance(value, bool):
         true, false = BOOL_WORDS.get(name, (name, f"no_{name}"))
         return true if value else false
