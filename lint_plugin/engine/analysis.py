@@ -40,9 +40,11 @@ from lint_plugin.engine.absint import (
     with_truth,
 )
 from lint_plugin.engine.delegation import delegates
+from lint_plugin.engine.te_release import filtered_in_cxx, unseen_inputs
 from lint_plugin.engine.dialect import (
     BACKWARD_FIELD,
     COMPUTE_CAPABILITY_QUERY,
+    CUDNN_VERSION_QUERY,
     GRAD_MODE_QUERY,
     SELECTOR_FUNCTIONS,
     Dialect,
@@ -335,6 +337,10 @@ def joint_facts(
         for name in set(bound[0]).intersection(*bound[1:])
     }
     capabilities = (witness.compute_capability for _, witness in items)
+    cudnn = {}
+    if any("cudnn_version" in witness_inputs(hazard) for hazard, _ in items):
+        versions = (witness.cudnn_version for _, witness in items)
+        cudnn = {CUDNN_VERSION_QUERY: one_of(versions, frozenset(("cudnn_version",)))}
     backward = (witness.backward for _, witness in items)
     grad_mode = one_of(backward, frozenset((BACKWARD_FIELD,)))
     validator, validated = {}, {}
@@ -356,6 +362,7 @@ def joint_facts(
         calls={
             **given.calls,
             **compute_capability(*capabilities),
+            **cudnn,
             GRAD_MODE_QUERY: grad_mode,
             **validated,
         },
@@ -435,9 +442,11 @@ class _Strategy:
     - So will one that no filter could guard (`guardable`): its first witness runs alone first.
     """
 
-    def __init__(self, hazards: Sequence[Hazard], given: Facts) -> None:
+    def __init__(self, hazards: Sequence[Hazard], given: Facts, te_version: str | None) -> None:
         self.hazards = hazards
         self.given = given
+        #: The release the analysed tree records, for fixes TE made in its C++ (`te_release`).
+        self.te_version = te_version
         self.leaky: set[tuple[int, int]] = set()
         self.witness_first = False
         self.all_first = False
@@ -696,10 +705,12 @@ def analyze_hazards(
     given: Facts = NOTHING,
     *,
     expect_guarded: bool = False,
+    te_version: str | None = None,
 ) -> list[HazardVerdict]:
     """The verdicts on several hazards in one selector function, in order, sharing what their
-    runs share (the prepared selector, its slice, `_Strategy`)."""
-    strategy = _Strategy(hazards, given)
+    runs share (the prepared selector, its slice, `_Strategy`). `te_version` is the release the
+    analysed tree records, if any: where its C++ already filters a TE fix, that one is guarded."""
+    strategy = _Strategy(hazards, given, te_version)
     return [_combined(module, function, hazard, expect_guarded, strategy) for hazard in hazards]
 
 
@@ -772,6 +783,16 @@ def _analyze_function(
             hazard.id, function.name, False, False, None, None, None,
             f"no `{absent[0]}` input: the selector's AttentionParams cannot ask for it",
         )  # fmt: skip
+    unseen = unseen_inputs(hazard, dialect.sees)
+    if unseen:
+        return HazardVerdict(
+            hazard.id, function.name, False, False, None, None, None,
+            f"unguardable here: the selector's code has no `{unseen[0]}` to test; `verify` and"
+            " the runtime patch judge it",
+        )  # fmt: skip
+    filtered = filtered_in_cxx(hazard, strategy.te_version)
+    if filtered:
+        return HazardVerdict(hazard.id, function.name, True, False, None, None, None, filtered)
     given = strategy.given
     witnesses = prepared.witnesses(hazard)
     pending = [w for w in witnesses if not strategy.proven(prepared, hazard, w)]

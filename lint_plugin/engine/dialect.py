@@ -48,6 +48,8 @@ from selector_patch.scenario import (
 SELECTOR_FUNCTIONS = DEFAULT_SELECTOR_FUNCTIONS
 #: TE's hardware query whose answer is the device's (major, minor) compute capability.
 COMPUTE_CAPABILITY_QUERY = "get_device_compute_capability"
+#: TE's query of the loaded cuDNN's (major, minor, patch): a witness's `cudnn_version`.
+CUDNN_VERSION_QUERY = "get_cudnn_version"
 #: The `AttentionParams` dataclass, where the selector's argument carries no annotation.
 PARAMS_CLASS = "AttentionParams"
 #: The field that says a backward will run, and the local TE binds it to.
@@ -63,6 +65,19 @@ PURE_IMPORTS = {
 IMMUTABLE_LITERALS = (str, bytes, int, float, complex, bool, type(None))
 #: Not looked up yet (a role's answer may be None).
 _UNSET = object()
+#: Trigger inputs derived from both head dims.
+HEAD_DIM_INPUTS = ("padded_head_dim", "mla")
+
+
+class KVCache:
+    """What a witness with a KV cache binds `inference_params` to: an object, so `is None` is
+    decided, whose attributes (page size, ...) the analysis leaves unknown."""
+
+    def __repr__(self) -> str:
+        return "<KV cache>"
+
+
+KV_CACHE = KVCache()
 
 
 def find_selectors(tree: ast.Module, names=SELECTOR_FUNCTIONS) -> list[ast.FunctionDef]:
@@ -271,6 +286,9 @@ class Dialect:
             "backward": BACKWARD_FIELD,
             "attention_dropout": "attention_dropout",
             **{name: name for name in (*HELD_AS_IS, *DTYPE_INPUTS)},
+            "window_size": "window_size",
+            "sliding_window": "window_size",
+            "kv_cache": "inference_params",
         }
 
     def input_expression(self, name: str) -> str:
@@ -279,11 +297,24 @@ class Dialect:
             return self.padded_head_dim
         if name == "backward":
             return BACKWARD_FIELD  # a local in every dialect (the codemod's signal adds it)
+        if name == "cudnn_version":
+            return name if name in self.bound else f"{CUDNN_VERSION_QUERY}()"
+        if name == "mla":
+            qk, v = (self.field_expression(field) for field in self.head_dim_fields)
+            return f"{qk} != {v}"
+        if name == "sliding_window":
+            window = self.field_expression("window_size")
+            return f"{window} is not None and {window}[0] != -1"
         return self.field_expression(self._scalar_inputs[name])
 
     def condition_source(self, condition: Condition) -> str:
         """One registry trigger as a selector expression, e.g. `attention_dropout > 0.0`."""
         expression = self.input_expression(condition.input)
+        if condition.input == "kv_cache":  # a KV cache of either kind: `inference_params`
+            return f"{expression} is not None"
+        if condition.input in DTYPE_INPUTS and condition.op in ("in", "not in"):
+            dtypes = ", ".join(f"torch.{value}" for value in condition.value)
+            return f"{expression} {condition.op} ({dtypes})"
         if condition.input in DTYPE_INPUTS:
             return f"{expression} {condition.op} torch.{condition.value}"
         if condition.op == "==" and condition.value is True:
@@ -301,11 +332,15 @@ class Dialect:
 
     def bindings(self, name: str, scenario: Scenario) -> dict[str, Any]:
         """`AttentionParams` fields, and their values in `scenario`, behind a trigger input."""
-        if name == "padded_head_dim":
+        if name in HEAD_DIM_INPUTS:
             if self.head_dim_fields == ("head_dim",):
                 return {"head_dim": scenario.padded_head_dim}
             return {"head_dim_qk": scenario.head_dim_qk, "head_dim_v": scenario.head_dim_v}
         field = self._scalar_inputs.get(name)
+        if name == "kv_cache" and field in self.param_fields:
+            return {field: KV_CACHE if scenario.kv_cache is not None else None}
+        if name == "sliding_window" and field in self.param_fields:
+            return {field: scenario.window_size}
         if field not in self.param_fields:
             # Not an input of this selector (TE before 1.9 takes no `is_training`), or one
             # TE holds as an object; for the backward, autograd's own answer
@@ -316,7 +351,9 @@ class Dialect:
     def sees(self, name: str) -> bool:
         """Whether the selector has the registry input `name` to test (a guard's backward it
         gets from the codemod's signal; `is_training` only where it takes it)."""
-        if name in ("padded_head_dim", "backward"):
+        if name == "mla":
+            return len(self.head_dim_fields) == 2  # TE 1.9 takes one head dim for q, k and v
+        if name in ("padded_head_dim", "backward", "cudnn_version"):
             return True
         return self._scalar_inputs.get(name) in self.param_fields
 

@@ -150,6 +150,9 @@ class TeFix(Record):
     #: The last TE release whose own code, the C++ included, selects the backend for a witness.
     te_last_lacking: str
     reference: str = ""
+    #: Where a selector fix later moved into the C++ query: the first release whose C++
+    #: filters it (the static analysis cannot see that one, `lint_plugin.engine.te_release`).
+    cxx_from: str = ""
     #: The package the defect sits in, as reports name it ("cuDNN").
     package: str = "cuDNN"
     #: Kernel-side questions of `Evidence` (see the class docstring).
@@ -177,6 +180,11 @@ class TeFix(Record):
 
     def affects_some(self, lowest: str, highest: str) -> bool:
         return True
+
+    @property
+    def filtered_in_cxx_from(self) -> str:
+        """The first release whose C++ query filters the case, "" if none does."""
+        return self.te_fixed_in if self.layer == "c++" else self.cxx_from
 
     def cites(self) -> str:
         """The fix as a rule page and a report cite it."""

@@ -219,6 +219,8 @@ FLASH_KV_CACHE_SM120 = Hazard(
         failure="Temporarily disable FlashAttention for KV caching on sm120"
     ),
     kernel_version="2.8.3",
+    #: TE 2.2 - 2.9 accept flash-attn only below 2.8 (`FlashAttentionUtils.max_version`).
+    older_kernel_versions=("2.7.4.post1",),
     witness_shapes=(
         {**KV_CACHE_DECODE, "kv_cache": "paged", "kv_page_size": 256},
         KV_CACHE_DECODE,
@@ -264,9 +266,10 @@ FUSED_DETERMINISTIC_BLACKWELL = Hazard(
         failure="Disabling FusedAttention for determinism reasons on Blackwell",
         te_last_lacking="2.6.0.post1",
         reference=(
-            "#2130 (2.7, cuDNN <= 9.14.0), #2288 fixed the tests around it; #2584 (C++) admits"
-            " cuDNN >= 9.18.1 without dropout or bias"
+            "#2130 (2.7, cuDNN <= 9.14.0), #2288 fixed the tests around it; #2584 (27fc168e2)"
+            " moved it into the C++ query, which admits cuDNN >= 9.18.1 without dropout or bias"
         ),
+        cxx_from="2.12.0",
     ),
     kernel_version="",
     witness_shapes=({"cudnn_version": (9, 14, 0)},),
@@ -402,6 +405,7 @@ FUSED_MLA_BACKWARD_SM120 = Hazard(
     title="FusedAttention chosen for an MLA backward with head_dim_qk > 128 on sm120",
     architectures=((12, 0),),
     triggers=(
+        Condition("mla", "==", True),
         Condition("head_dim_qk", ">", 128),
         Condition("training", "==", True),
     ),
@@ -475,6 +479,7 @@ FA3_DETERMINISTIC_HEAD_DIM_256 = Hazard(
     architectures=((9, 0),),
     triggers=(
         Condition("deterministic", "==", True),
+        Condition("training", "==", True),
         Condition("head_dim_qk", ">=", 256),
     ),
     message="Disabling FlashAttention 3 for deterministic execution with head_dim_qk >= 256.",
@@ -497,8 +502,9 @@ FA3_DETERMINISTIC_HEAD_DIM_256 = Hazard(
     controls=(
         Control("nondeterministic", {"deterministic": False}),
         Control("head dim 128", {"head_dim_qk": 128, "head_dim_v": 128}),
+        Control("inference", INFERENCE),
     ),
-    te_releases="1.11 (FA3) - 2.14",
+    te_releases="2.2 - 2.14 (FA3 from 3.0.0b1 sources)",
 )
 
 FUSED_MLA_BACKWARD_SM90 = Hazard(
