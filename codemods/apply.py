@@ -30,7 +30,13 @@ from codemods.files import FileError, check_writable, locked, replace_atomically
 from codemods.plan import INSERTED, Plan, PlanError, plan_insertions
 from lint_plugin.engine.collector import paused
 from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS
-from selector_patch.config import Config, ConfigError, load_config, select_hazards
+from selector_patch.config import (
+    Config,
+    ConfigError,
+    load_config,
+    select_hazards,
+    with_te_fixes,
+)
 from selector_patch.registry import Hazard
 from selector_patch.sources import SelectorSource, SourceError, read_text, resolve
 
@@ -116,11 +122,12 @@ class Outcome:
         )
 
 
-def _transform(code: str, config: Config) -> tuple[str, Plan]:
+def _transform(code: str, config: Config, te_version: str | None = None) -> tuple[str, Plan]:
     """Plan on `ast` first: a selector that needs no guard is never parsed by libcst, and the
     analysis does not run while libcst's tree is alive (some 54,000 objects on TE 2.20.2's
-    selector, each one more for the garbage collector to walk)."""
-    plan = plan_insertions(code, config.hazards, config.selector_functions)
+    selector, each one more for the garbage collector to walk). `te_version`: the release the
+    tree records, whose C++ may already filter a TE fix (`lint_plugin.engine.te_release`)."""
+    plan = plan_insertions(code, config.hazards, config.selector_functions, te_version=te_version)
     if not plan.insertions:
         return code, plan
     # libcst loads only for a selector that gets a guard: `--check` and a second run never pay
@@ -131,11 +138,15 @@ def _transform(code: str, config: Config) -> tuple[str, Plan]:
 
 
 def transform(
-    code: str, hazards: Sequence[Hazard], function_names: Sequence[str] = SELECTOR_FUNCTIONS
+    code: str,
+    hazards: Sequence[Hazard],
+    function_names: Sequence[str] = SELECTOR_FUNCTIONS,
+    te_version: str | None = None,
 ) -> tuple[str, dict[str, str]]:
-    """Insert the missing guards; return the new code and each hazard's status."""
+    """Insert the missing guards; return the new code and each hazard's status. `te_version`:
+    the release the code comes from, whose C++ may already filter a TE fix."""
     config = Config(hazards=tuple(hazards), selector_functions=tuple(function_names))
-    patched, plan = _transform(code, config)
+    patched, plan = _transform(code, config, te_version)
     return patched, plan.statuses
 
 
@@ -145,7 +156,13 @@ def check(source: SelectorSource, code: str, config: Config) -> Outcome:
     The pre-commit hook's case: a fork that applied the codemod, whose guards one run per
     hazard proves (`expect_guarded`: the same verdicts, found in the fewest runs).
     """
-    plan = plan_insertions(code, config.hazards, config.selector_functions, expect_guarded=True)
+    plan = plan_insertions(
+        code,
+        config.hazards,
+        config.selector_functions,
+        expect_guarded=True,
+        te_version=source.te_version,
+    )
     return Outcome(source, plan, code, code, check=True)
 
 
@@ -170,7 +187,7 @@ def run_one(
         original = read_text(path)
         if mode == "check":
             return check(source, original, config)
-        patched, plan = _transform(original, config)
+        patched, plan = _transform(original, config, source.te_version)
         outcome = Outcome(source, plan, original, patched, check=False)
         if selection and outcome.changed:
             from codemods.selection import outside, selection_report
@@ -239,6 +256,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=[],
         metavar="ID",
         help="limit the run to this hazard (repeatable)",
+    )
+    parser.add_argument(
+        "--te-fixes",
+        action="store_true",
+        help="also guard TE's own later fixes (TEA050 onward), as `te-fixes = true` in"
+        " [tool.te-attn-guards] does",
     )
     parser.add_argument(
         "--emit-tests",
@@ -313,6 +336,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             source = resolve(spec)
             config = load_config(source.path)
+            if args.te_fixes:
+                config = config._replace(hazards=with_te_fixes(config))
             config = config._replace(hazards=select_hazards(config, args.hazard))
             mode = _mode(args, source)
             if args.emit_tests is not None and mode != "write":

@@ -68,18 +68,20 @@ def plan_insertions(
     function_names: Sequence[str] = SELECTOR_FUNCTIONS,
     *,
     expect_guarded: bool = False,
+    te_version: str | None = None,
 ) -> Plan:
     """Decide, per hazard, not-applicable / already-guarded / inserted (and where).
 
     `expect_guarded` is the analyzer's (`analyze_hazards`): set where the hazards should all be
     guarded already, as after the codemod's own insertions; it changes no decision.
+    `te_version` is the release the tree records (a TE fix its C++ has is already guarded).
     """
     try:
         module = ast.parse(code)
     except SyntaxError as error:
         raise PlanError(f"syntax error at line {error.lineno}: {error.msg}") from None
     try:
-        return _plan(module, hazards, function_names, expect_guarded)
+        return _plan(module, hazards, function_names, expect_guarded, te_version)
     finally:
         release()  # every call parses anew: nothing the analysis kept serves another (`release`)
 
@@ -89,13 +91,16 @@ def _plan(
     hazards: Sequence[Hazard],
     function_names: Sequence[str],
     expect_guarded: bool,
+    te_version: str | None,
 ) -> Plan:
     function = selector_function(module, function_names)
     plan = Plan(module)
     # A dispatcher's guards go into the functions that hold its filters (`delegation`).
     for target in delegates(module, function):
         prepared = selector(module, target)
-        verdicts = analyze_hazards(module, target, hazards, expect_guarded=expect_guarded)
+        verdicts = analyze_hazards(
+            module, target, hazards, expect_guarded=expect_guarded, te_version=te_version
+        )
         for hazard, verdict in zip(hazards, verdicts):
             planned = [i.hazard for i in plan.insertions if i.function is target]
             if not verdict.applicable:

@@ -18,15 +18,20 @@ from __future__ import annotations
 import json
 
 from lint_plugin.engine.dialect import BACKWARD_FIELD, Dialect
-from selector_patch.registry import Hazard
+from selector_patch.registry import SM80_ON, Hazard
 
 LINE_LENGTH = 100
 INDENT = "    "
 
 
 def architecture_source(architectures: tuple[tuple[int, int], ...]) -> str:
+    """The architecture test; a hazard of every architecture from one on (a cuDNN defect of
+    all of sm80+) is tested as TE tests it, `>= (8, 0)`."""
     if len(architectures) == 1:
         return f"device_compute_capability == {architectures[0]!r}"
+    lowest = min(architectures)
+    if len(architectures) > 2 and set(architectures) == {a for a in SM80_ON if a >= lowest}:
+        return f"device_compute_capability >= {lowest!r}"
     return f"device_compute_capability in {tuple(architectures)!r}"
 
 
@@ -57,9 +62,10 @@ def guard_operands(hazard: Hazard, dialect: Dialect) -> list[str]:
     # A condition on an input the selector does not take (TE before 1.9 has no `is_training`)
     # is left out: the guard then also fires without it, which is safe.
     operands += [
-        dialect.condition_source(condition)
+        operand
         for condition in hazard.triggers
         if dialect.sees(condition.input)
+        for operand in dialect.condition_operands(condition)
     ]
     operands.append(version_source(hazard, dialect))
     operands.append(architecture_source(hazard.architectures))

@@ -17,6 +17,7 @@ from lint_plugin.engine.dialect import find_selectors
 from lint_plugin.engine.interpreter import AnalysisBudgetExceeded
 from lint_plugin.rules import FIX_COMMAND, RULES, hazard_rule
 from selector_patch.config import Config, ConfigError, load_config
+from selector_patch.registry import TeFix
 
 #: (line, column, message): a flake8 row without its checker type.
 Row = tuple[int, int, str]
@@ -50,16 +51,29 @@ def config_defaults() -> tuple[str, ...]:
 def _findings(
     module: ast.Module, filename: str, config: Config, functions: Sequence[str]
 ) -> Iterator[Row]:
+    te_version = _tree_release(filename, config)
     for function in find_selectors(module, tuple(functions)):
-        for hazard, verdict in zip(
-            config.hazards, analyze_hazards(module, function, config.hazards)
-        ):
+        verdicts = analyze_hazards(module, function, config.hazards, te_version=te_version)
+        for hazard, verdict in zip(config.hazards, verdicts):
             if verdict.reachable:
                 detail = f"{verdict.detail}; run `{FIX_COMMAND} {filename or 'PATH'}`"
                 rule = RULES.get(hazard.id) or hazard_rule(hazard)
                 yield verdict.line, verdict.col, rule.message(detail)
         for finding in analyze_coverage(module, function):
             yield finding.line, finding.col, RULES[finding.code].message(finding.detail)
+
+
+def _tree_release(filename: str, config: Config) -> str | None:
+    """The TE release the file's tree records, asked only where a TE fix is configured (`te-fixes
+    = true`): a fix TE made in its C++ is guarded in a tree at or past it."""
+    if filename in STDIN or not any(isinstance(h.evidence, TeFix) for h in config.hazards):
+        return None
+    from selector_patch.sources import SourceError, resolve
+
+    try:
+        return resolve(filename).te_version
+    except SourceError:
+        return None
 
 
 def _failure(tree: ast.Module, code: str, cause: str, functions: Sequence[str]) -> Row:

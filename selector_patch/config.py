@@ -28,12 +28,15 @@ from selector_patch.project import (
 from selector_patch.records import TupleRecord
 from selector_patch.registry import HAZARDS, TE_FIXES, Hazard
 
-KEYS = ("hazards", "skip", "selector-functions", "te-cxx")
+KEYS = ("hazards", "skip", "selector-functions", "te-cxx", "te-fixes")
 
 
 class Config(TupleRecord):
     hazards: tuple[Hazard, ...] = HAZARDS
-    #: TE's own later fixes not skipped (what the harness-side modes add: the runtime patch).
+    #: TE's own later fixes not skipped. The runtime patch always guards them; the codemod and
+    #: flake8 do where `te-fixes = true` (or `codemods.apply --te-fixes`) puts them in
+    #: `hazards`: their witness runs double the analysis of a selector, which flake8 pays on
+    #: every commit that touches one.
     te_fixes: tuple[Hazard, ...] = TE_FIXES
     selector_functions: tuple[str, ...] = DEFAULT_SELECTOR_FUNCTIONS
     #: The `pyproject.toml` the settings came from, if any.
@@ -47,6 +50,12 @@ def select_hazards(config: Config, ids: Sequence[str] = ()) -> tuple[Hazard, ...
     if unknown:
         raise ConfigError(f"unknown hazard {unknown[0]!r}; known: {', '.join(known)}")
     return tuple(known[i] for i in dict.fromkeys(ids)) or config.hazards
+
+
+def with_te_fixes(config: Config) -> tuple[Hazard, ...]:
+    """The configured hazards and TE's own later fixes not skipped, each once."""
+    ids = {hazard.id for hazard in config.hazards}
+    return (*config.hazards, *(hazard for hazard in config.te_fixes if hazard.id not in ids))
 
 
 def load_config(start: Path | str | None) -> Config:
@@ -85,12 +94,17 @@ def config_from_table(table: Mapping[str, Any], path: Path | None = None) -> Con
     for index, hazard_id in enumerate(skip):
         if hazard_id not in known:
             raise ValueError(f"skip[{index}]: unknown hazard {hazard_id!r}")
+    guard_fixes = table.get("te-fixes", False)
+    if not isinstance(guard_fixes, bool):
+        raise ValueError("te-fixes: expected true or false (guard TE's own later fixes too)")
+    te_fixes = tuple(h for h in TE_FIXES if h.id not in skip)
     functions = tuple(_array(table, "selector-functions", str))
     if not isinstance(table.get("te-cxx", ""), str):
         raise ValueError("te-cxx: expected a directory path (the per-release TE C++ trees)")
     return Config(
-        hazards=tuple(h for h in (*HAZARDS, *extra) if h.id not in skip),
-        te_fixes=tuple(h for h in TE_FIXES if h.id not in skip),
+        hazards=tuple(h for h in (*HAZARDS, *extra) if h.id not in skip)
+        + (te_fixes if guard_fixes else ()),
+        te_fixes=te_fixes,
         selector_functions=functions or DEFAULT_SELECTOR_FUNCTIONS,
         path=path,
     )

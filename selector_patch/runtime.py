@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 
 from selector_patch import scoped_env
 from selector_patch.bytecode import names_constant
-from selector_patch.config import load_config
+from selector_patch.config import load_config, with_te_fixes
 from selector_patch.registry import PACKAGE_FIELD, Hazard
 from selector_patch.roles import ROLES
 from selector_patch.scenario import HELD_AS_IS, Scenario
@@ -263,8 +263,7 @@ def install(
     """
     module = module if module is not None else selector_module()
     if hazards is None:
-        config = load_config(Path.cwd())
-        hazards = (*config.hazards, *config.te_fixes)
+        hazards = with_te_fixes(load_config(Path.cwd()))
     with _lock:
         if module not in _patches:
             replaced_os = os if module.__dict__.get("os") is os else None

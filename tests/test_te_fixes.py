@@ -8,10 +8,21 @@ so it is reachable on the newest release whose C++ is at hand.
 
 from __future__ import annotations
 
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import black
 import pytest
 
 import selector_patch
+from codemods.apply import transform
+from codemods.plan import ALREADY_GUARDED, INSERTED, NOT_APPLICABLE, plan_insertions
 from conftest import NO_TE_CXX
+from lint_plugin.engine.analysis import analyze_hazards
+from lint_plugin.engine.dialect import find_selectors
+from selector_patch.config import Config, with_te_fixes
 from selector_patch.harness import load_selector
 from selector_patch.registry import TE_FIXES, TeFix
 from selector_patch.testing import assert_case, hazard_cases
@@ -103,3 +114,107 @@ def test_the_pytest_plugins_cases_pass_on_the_first_release_with_the_fix(hazard,
             continue
         judged += 1
     assert judged >= len(cases) // 2
+
+
+#: TE fixes whose inputs a selector's code can be asked about (an FP8 recipe's options cannot).
+STATIC = [h for h in TE_FIXES if not {c.input for c in h.triggers} & {"fp8_dpa", "fp8_recipe"}]
+
+
+@pytest.fixture(scope="module")
+def codemod_of(release):
+    """`codemod_of(version)`: the release's selector after the codemod with TE's fixes, each
+    hazard's status, and the harness on the result."""
+    results = {}
+
+    def get(version: str):
+        if version not in results:
+            source = release(version)
+            original = source.path.read_text(encoding="utf-8")
+            hazards = with_te_fixes(Config())
+            patched, statuses = transform(original, hazards, te_version=source.te_version)
+            results[version] = (patched, statuses, load_selector(source, text=patched))
+        return results[version]
+
+    return get
+
+
+@pytest.mark.parametrize("hazard", STATIC, ids=[hazard.id for hazard in STATIC])
+def test_after_the_codemod_the_last_release_lacking_the_fix_filters_it(
+    hazard, codemod_of, load_te_selector
+):
+    """The guard in TE's idiom, after TE's fused query for a cuDNN fix, proven by the
+    codemod's own analysis and by TE's code: no witness selects the backend, every control
+    selects what the unpatched release selects (or, inside another fix's region, not that
+    one's backend), and black leaves the result as it is."""
+    version = hazard.evidence.te_last_lacking
+    patched, statuses, selector = codemod_of(version)
+    assert statuses[hazard.id] == INSERTED
+    report = verify_hazard(selector, hazard)
+    assert report.witnesses and not report.reachable, report.summary()
+    unpatched = load_te_selector(version).loaded
+    for witness in hazard.witnesses():
+        for control, scenario in hazard.control_scenarios(witness):
+            got = selector.select(scenario)
+            others = {other.backend for other in TE_FIXES if other.triggered_by(scenario)}
+            if others:
+                assert got.role not in others, control.name
+            else:
+                assert got == unpatched.select(scenario), control.name
+    assert black.format_str(patched, mode=black.Mode(line_length=100)) == patched
+
+
+FIXED_STATIC = [hazard for hazard in STATIC if hazard.evidence.te_fixed_in]
+
+
+@pytest.mark.parametrize("hazard", FIXED_STATIC, ids=[hazard.id for hazard in FIXED_STATIC])
+def test_the_first_release_with_the_fix_is_already_guarded(hazard, release):
+    """In TE's selector (the analysis runs) or its C++ (the release it records says so)."""
+    source = release(hazard.evidence.te_fixed_in)
+    code = source.path.read_text(encoding="utf-8")
+    plan = plan_insertions(code, [hazard], te_version=source.te_version)
+    assert plan.statuses[hazard.id] == ALREADY_GUARDED
+
+
+def test_an_fp8_fix_is_unguardable_in_a_selector_and_says_why(release):
+    hazard = next(h for h in TE_FIXES if h not in STATIC)
+    source = release(hazard.evidence.te_last_lacking)
+    code = source.path.read_text(encoding="utf-8")
+    assert plan_insertions(code, [hazard]).statuses[hazard.id] == NOT_APPLICABLE
+    module = ast.parse(code)
+    verdict = analyze_hazards(module, find_selectors(module)[0], [hazard])[0]
+    assert "unguardable here" in verdict.detail and "runtime patch" in verdict.detail
+
+
+def _tree(tmp_path, release, version: str) -> Path:
+    """A fork's tree holding TE `version`'s selector and its recorded release, with TE's
+    fixes switched on for the linter (`te-fixes = true`)."""
+    source = release(version)
+    selector = tmp_path / version / source.path.relative_to(source.root)
+    selector.parent.mkdir(parents=True)
+    selector.write_bytes(source.path.read_bytes())
+    metadata = tmp_path / version / f"transformer_engine-{version}.dist-info" / "METADATA"
+    metadata.parent.mkdir()
+    metadata.write_text(f"Metadata-Version: 2.1\nName: transformer_engine\nVersion: {version}\n")
+    (tmp_path / version / "pyproject.toml").write_text("[tool.te-attn-guards]\nte-fixes = true\n")
+    return selector
+
+
+def test_flake8_flags_a_cxx_fix_before_its_release_and_not_from_it(tmp_path, release):
+    """TEA050 (#2344, TE 2.10's C++): reported on 2.9.0's selector, silent on 2.10.0's, told
+    apart by the release each tree records, with no C++ parsed."""
+    found = {}
+    for version in ("2.9.0", "2.10.0"):
+        lint = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "flake8",
+                "--select=TEA050",
+                str(_tree(tmp_path, release, version)),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        found[version] = lint.stdout
+    assert "TEA050" in found["2.9.0"] and "cuDNN 9.14.0" in found["2.9.0"]
+    assert found["2.10.0"] == ""

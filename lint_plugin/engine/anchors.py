@@ -19,7 +19,11 @@ The codemod places a hazard's guard by meaning (`Hazard.section`):
   else but backend flags, and that switches the backend's flag off (TE 2.15 - 2.18's `< (8, 0)`
   for FA4, where TE 2.19 raised the bound to `(9, 0)`); where the backend has none, after the
   last such filter of any backend; where there is none at all, where a "determinism" guard
-  goes.
+  goes;
+- "fused_backend": right after the statement of the selector's own body that asks TE's C++
+  fused-attention query (`get_fused_attn_backend`, called on the extension or through TE's
+  `_get_fused_attn_backend` helper), where TE puts its cuDNN filters; where the selector asks
+  none, where a "determinism" guard goes.
 
 A selector that cannot tell a backward from a forward gets its backward signal where TE upstream
 has it (`backward_signal`): a `requires_backward` field at the end of `AttentionParams`'s
@@ -64,6 +68,10 @@ def find_anchor(prepared: Selector, section: str, role: str) -> Anchor | None:
         return _num_splits(prepared.function, prepared.dialect, prepared.program, role) or (
             _determinism(prepared.function, prepared.dialect, prepared.program)
         )
+    if section == "fused_backend":
+        return _fused_backend(prepared.function) or (
+            _determinism(prepared.function, prepared.dialect, prepared.program)
+        )
     if section == "compute_capability":
         return _compute_capability(prepared.function, prepared.dialect, prepared.program, role) or (
             _determinism(prepared.function, prepared.dialect, prepared.program)
@@ -97,6 +105,20 @@ def _num_splits(
         return None
     deepest = max(depth for depth, _ in found)
     return Anchor([stmt for depth, stmt in found if depth == deepest][-1], "after")
+
+
+#: TE's C++ fused-attention query, by the name it is called by (extension or helper).
+FUSED_QUERY = "get_fused_attn_backend"
+
+
+def _fused_backend(function: ast.FunctionDef) -> Anchor | None:
+    for stmt in function.body:
+        for node in ast.walk(stmt):
+            called = getattr(node, "func", None)
+            name = getattr(called, "attr", None) or getattr(called, "id", None)
+            if isinstance(node, ast.Call) and name and name.endswith(FUSED_QUERY):
+                return Anchor(stmt, "after")
+    return None
 
 
 def _compute_capability(

@@ -323,6 +323,14 @@ class Dialect:
             return f"not {expression}"
         return f"{expression} {condition.op} {literal(condition.value)}"
 
+    def condition_operands(self, condition: Condition) -> list[str]:
+        """`condition_source` as the `and`-ed operands of a guard's test: a sliding window is
+        two (the window is set, its left edge finite), which black lays out one per line."""
+        if condition.input == "sliding_window" and condition.op == "==" and condition.value:
+            window = self.field_expression("window_size")
+            return [f"{window} is not None", f"{window}[0] != -1"]
+        return [self.condition_source(condition)]
+
     @property
     def head_dim_fields(self) -> tuple[str, ...]:
         """`AttentionParams` fields holding head dims: (qk, v), or TE 1.9's single one."""

@@ -36,7 +36,7 @@ from selector_patch.registry.model import (
     Spelling,
     TeFix,
 )
-from selector_patch.registry.te_fixes import TE_FIXES
+from selector_patch.registry.te_fixes import SM80_ON, TE_FIXES
 
 HAZARDS: tuple[Hazard, ...] = (
     FA4_SM12X_DETERMINISTIC_BACKWARD,
@@ -59,6 +59,6 @@ def get_hazard(hazard_id: str) -> Hazard:
 
 __all__ = [
     "FA4_INTERFACE", "HAZARDS", "HAZARD_ID", "ISOLATING_ENV", "PACKAGE_FIELD",
-    "PACKED_WITH_PADDING", "SECTIONS", "SM8X", "SM10X_SM11X", "SM12X", "Control", "Evidence",
-    "Hazard", "Spelling", "TE_FIXES", "TeFix", "get_hazard",
+    "PACKED_WITH_PADDING", "SECTIONS", "SM80_ON", "SM8X", "SM10X_SM11X", "SM12X", "TE_FIXES",
+    "Control", "Evidence", "Hazard", "Spelling", "TeFix", "get_hazard",
 ]  # fmt: skip
