@@ -12,7 +12,7 @@ from __future__ import annotations
 
 
 from selector_patch.records import TupleRecord
-from selector_patch.registry import HAZARDS, Hazard
+from selector_patch.registry import HAZARDS, TE_FIXES, Hazard, TeFix
 
 FIX_COMMAND = "python -m codemods.apply"
 
@@ -51,6 +51,8 @@ def hazard_rule(hazard: Hazard) -> Rule:
     evidence = hazard.evidence
     archs = ", ".join(f"sm{10 * major + minor}" for major, minor in hazard.architectures)
     triggers = " and ".join(str(condition) for condition in hazard.triggers)
+    if isinstance(evidence, TeFix):
+        return _te_fix_rule(hazard, evidence, archs, triggers)
     return Rule(
         code=hazard.id,
         name=hazard.title,
@@ -66,6 +68,37 @@ def hazard_rule(hazard: Hazard) -> Rule:
         fix=(
             f"Run `{FIX_COMMAND} PATH`: it inserts, in the '{hazard.section}' section, a filter"
             f' that logs "{hazard.message}" and switches the backend off.'
+        ),
+    )
+
+
+def _te_fix_rule(hazard: Hazard, fix: TeFix, archs: str, triggers: str) -> Rule:
+    """A TE fix's rule: TE's own words and commit are the evidence; flake8 reports it where
+    `te-fixes = true`, `codemods.apply --te-fixes` inserts the guard."""
+    fixed = (
+        f"TE fixed it in #{fix.pr} ({fix.commit}), first in {fix.te_fixed_in}, in"
+        f" {'its selector' if fix.layer == 'python' else 'its C++ fused-attention query'}"
+        if fix.te_fixed_in
+        else f"No TE release filters it: {fix.reference}"
+    )
+    return Rule(
+        code=hazard.id,
+        name=hazard.title,
+        summary=hazard.title,
+        what=(
+            f"Interprets the selector once per witness of {hazard.id} ({triggers} on {archs}) and"
+            f" reports when {hazard.role.display} can still be selected; a tree whose recorded"
+            " release already has TE's C++ fix is not reported. Runs where `te-fixes = true` is"
+            " set in `[tool.te-attn-guards]`."
+        ),
+        why=(
+            f'{fixed}: "{fix.failure}" ({fix.file}). Every earlier release, and every fork'
+            f" of one, still selects it; TE {fix.te_last_lacking} does, with its own C++."
+        ),
+        fix=(
+            f"Run `{FIX_COMMAND} --te-fixes PATH`: it inserts, in the '{hazard.section}'"
+            f' section, a filter that logs "{hazard.message}" and switches the backend off.'
+            " Where the code cannot be changed, `selector_patch.install()` applies it at run time."
         ),
     )
 
@@ -87,6 +120,10 @@ def _coverage_rule(code: str, topic: str, input_name: str) -> Rule:
         " cannot run, or delegate to a backend query that is passed that input.",
     )
 
+
+#: TE's own later fixes' rules: flake8 reports them where `te-fixes = true`; they have
+#: pages, and their examples are the fixes' witnesses (`tests/test_te_fixes.py`), not selectors.
+TE_FIX_RULES: dict[str, Rule] = {hazard.id: hazard_rule(hazard) for hazard in TE_FIXES}
 
 RULES: dict[str, Rule] = {
     rule.code: rule

@@ -21,7 +21,9 @@ from codemods.apply import transform
 from codemods.plan import ALREADY_GUARDED, INSERTED, NOT_APPLICABLE, plan_insertions
 from conftest import NO_TE_CXX
 from lint_plugin.engine.analysis import analyze_hazards
+from lint_plugin.docs import DOCS
 from lint_plugin.engine.dialect import find_selectors
+from lint_plugin.rules import TE_FIX_RULES
 from selector_patch.config import Config, with_te_fixes
 from selector_patch.harness import load_selector
 from selector_patch.registry import TE_FIXES, TeFix
@@ -218,3 +220,11 @@ def test_flake8_flags_a_cxx_fix_before_its_release_and_not_from_it(tmp_path, rel
         found[version] = lint.stdout
     assert "TEA050" in found["2.9.0"] and "cuDNN 9.14.0" in found["2.9.0"]
     assert found["2.10.0"] == ""
+
+
+def test_every_te_fix_has_a_rule_page_citing_its_upstream_fix():
+    for hazard in TE_FIXES:
+        rule = TE_FIX_RULES[hazard.id]
+        assert rule.summary == hazard.title and hazard.evidence.failure in rule.why
+        page = (DOCS / f"{hazard.id}.md").read_text(encoding="utf-8")
+        assert f"TE #{hazard.evidence.pr}" in page and hazard.evidence.commit in page
