@@ -1,4 +1,4 @@
-"""`python -m selector_patch verify SOURCE [--json] [--hazard ID]`,
+"""`python -m selector_patch verify SOURCE [--json] [--hazard ID] [--te-fixes]`,
 `python -m selector_patch table SOURCE [--patched] [--format markdown|html] [--output FILE]`,
 `python -m selector_patch snapshot SOURCE [-o FILE] [--quiet]`,
 `python -m selector_patch diff A B [--format text|markdown|json|html] [--output FILE] [--quiet]`
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from selector_patch.config import load_config
 from selector_patch.project import ConfigError
-from selector_patch.registry import HAZARDS, get_hazard
+from selector_patch.registry import HAZARDS, TE_FIXES, get_hazard
 from selector_patch.sources import SourceError, resolve
 from selector_patch.te_cxx import OPTION_HELP, CxxError, name_trees
 
@@ -40,6 +40,12 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("source", help=SOURCE_HELP)
     verify.add_argument("--json", action="store_true", help="print a JSON report")
     verify.add_argument("--hazard", metavar="ID", help="check only this hazard (e.g. TEA001)")
+    verify.add_argument(
+        "--te-fixes",
+        action="store_true",
+        help="also run TE's own later fixes (TEA050 onward): does this TE select what a later"
+        " release filters?",
+    )
     verify.add_argument("--te-cxx", metavar="DIR", help=OPTION_HELP)
     table = commands.add_parser(
         "table", help="what the real selector picks per architecture and request, hazards marked"
@@ -80,7 +86,11 @@ def verify_command(args: argparse.Namespace) -> int:
     from selector_patch.verify import verify
 
     try:
-        hazards = (get_hazard(args.hazard),) if args.hazard else HAZARDS
+        hazards = (
+            (get_hazard(args.hazard),)
+            if args.hazard
+            else (*HAZARDS, *TE_FIXES) if args.te_fixes else HAZARDS
+        )
         source = resolve(args.source)
         selector = load_selector(source)
     except KeyError as error:

@@ -9,6 +9,7 @@ so it is reachable on the newest release whose C++ is at hand.
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ from lint_plugin.engine.analysis import analyze_hazards
 from lint_plugin.docs import DOCS
 from lint_plugin.engine.dialect import find_selectors
 from lint_plugin.rules import TE_FIX_RULES
+from selector_patch.__main__ import main as selector_patch_cli
 from selector_patch.config import Config, with_te_fixes
 from selector_patch.harness import load_selector
 from selector_patch.registry import TE_FIXES, TeFix
@@ -228,3 +230,11 @@ def test_every_te_fix_has_a_rule_page_citing_its_upstream_fix():
         assert rule.summary == hazard.title and hazard.evidence.failure in rule.why
         page = (DOCS / f"{hazard.id}.md").read_text(encoding="utf-8")
         assert f"TE #{hazard.evidence.pr}" in page and hazard.evidence.commit in page
+
+
+def test_verify_runs_te_fixes_when_asked(capsys):
+    """`verify 2.9.0 --te-fixes`: TE 2.9.0 still selects FusedAttention for #2344's case."""
+    assert selector_patch_cli(["verify", "2.9.0", "--te-fixes", "--json"]) == 1
+    reports = {report["id"]: report for report in json.loads(capsys.readouterr().out)["hazards"]}
+    assert reports["TEA050"]["reachable"] and not reports["TEA052"]["reachable"]
+    assert set(reports) >= {hazard.id for hazard in TE_FIXES}
