@@ -28,11 +28,13 @@ from lint_plugin.rules import TE_FIX_RULES
 from selector_patch.__main__ import main as selector_patch_cli
 from selector_patch.config import Config, with_te_fixes
 from selector_patch.harness import load_selector
-from selector_patch.registry import TE_FIXES, TeFix
+from selector_patch.registry import HAZARDS, TE_FIXES, TeFix
 from selector_patch.testing import assert_case, hazard_cases
 from selector_patch.verify import verify_hazard
 
 pytestmark = pytest.mark.skipif(NO_TE_CXX is not None, reason=NO_TE_CXX or "")
+#: What the runtime patch guards by default, and the codemod with `--te-fixes`.
+GUARDED = (*HAZARDS, *TE_FIXES)
 
 
 @pytest.mark.parametrize("hazard", TE_FIXES, ids=[hazard.id for hazard in TE_FIXES])
@@ -89,7 +91,8 @@ def test_the_runtime_patch_filters_the_witnesses_and_keeps_the_controls(
 ):
     """With `install()`, TE's own selector of the last release lacking the fix re-runs with the
     backend switched off for each witness, and answers every control as it did unpatched; a
-    control inside another fix's hazard (sm120 below cuDNN 9.18.1) loses that one's backend."""
+    control inside another hazard (sm120 below cuDNN 9.18.1, FA4's backward on sm8x) loses
+    that one's backend."""
     version = hazard.evidence.te_last_lacking
     report = verify_hazard(patched(version), hazard)
     assert report.witnesses and not report.reachable, report.summary()
@@ -97,7 +100,7 @@ def test_the_runtime_patch_filters_the_witnesses_and_keeps_the_controls(
     for witness in hazard.witnesses():
         for control, scenario in hazard.control_scenarios(witness):
             got = patched(version).select(scenario)
-            others = {other.backend for other in TE_FIXES if other.triggered_by(scenario)}
+            others = {other.backend for other in GUARDED if other.triggered_by(scenario)}
             if others:
                 assert got.role not in others, control.name
             else:
@@ -159,7 +162,7 @@ def test_after_the_codemod_the_last_release_lacking_the_fix_filters_it(
     for witness in hazard.witnesses():
         for control, scenario in hazard.control_scenarios(witness):
             got = selector.select(scenario)
-            others = {other.backend for other in TE_FIXES if other.triggered_by(scenario)}
+            others = {other.backend for other in GUARDED if other.triggered_by(scenario)}
             if others:
                 assert got.role not in others, control.name
             else:

@@ -582,6 +582,59 @@ FUSED_FP8_CURRENT_SCALING_OLD_CUDNN = Hazard(
     te_releases="2.8 (FP8 current scaling attention)",
 )
 
+FUSED_MAX_LOGIT_OLD_CUDNN = Hazard(
+    id="TEA070",
+    backend="FUSED",
+    title="FusedAttention chosen for max_logit with cuDNN < 9.21",
+    architectures=SM80_ON,
+    triggers=(
+        Condition("return_max_logit", "==", True),
+        Condition("cudnn_version", "<", (9, 21, 0)),
+    ),
+    message=(
+        "Disabling FusedAttention for max_logit with cuDNN < 9.21: its composite softmax node"
+        " rejects the Stats + Max output combination."
+    ),
+    section="fused_backend",
+    evidence=TeFix(
+        commit="9b3818422",
+        pr=3091,
+        te_fixed_in="2.17.0",
+        layer="c++",
+        failure=(
+            "max_logit pre-9.21: no (the composite softmax node rejects the Stats + Max output"
+            " combination)"
+        ),
+        te_last_lacking="2.16.1",
+        reference="guarding max_logits fused attention for cudnn < 9.21.0",
+    ),
+    kernel_version="",
+    witness_shapes=({"cudnn_version": (9, 18, 1)},),
+    controls=(
+        Control("no max_logit", {"return_max_logit": False}),
+        Control("cuDNN 9.21.0", {"cudnn_version": (9, 21, 0)}),
+    ),
+    te_releases="2.9 (max_logit) - 2.16",
+)
+
+FUSED_CUDNN_9_10_0_FP8 = Hazard(
+    id="TEA071",
+    backend="FUSED",
+    title="FusedAttention chosen for FP8 attention on cuDNN 9.10.0 (known SDPA FP8 bugs)",
+    architectures=((9, 0), (10, 0)),
+    triggers=(
+        Condition("cudnn_version", "==", (9, 10, 0)),
+        Condition("fp8_dpa", "==", True),
+    ),
+    message="Disabling FusedAttention for FP8 attention on cuDNN 9.10.0: known SDPA FP8 bugs.",
+    section="fused_backend",
+    evidence=FUSED_CUDNN_9_10_F16.evidence.replace(failure="9.10.0: known bugs with SDPA FP8"),
+    kernel_version="",
+    witness_shapes=({**FP8_DPA, "cudnn_version": (9, 10, 0)},),
+    controls=(Control("cuDNN 9.10.2", {"cudnn_version": (9, 10, 2)}),),
+    te_releases="every release with FP8 attention before 2.6",
+)
+
 TE_FIXES: tuple[Hazard, ...] = (
     FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN,
     FUSED_CUDNN_9_10_F16,
@@ -603,4 +656,6 @@ TE_FIXES: tuple[Hazard, ...] = (
     FA3_DETERMINISTIC_HEAD_DIM_256,
     FUSED_MLA_BACKWARD_SM90,
     FUSED_FP8_CURRENT_SCALING_OLD_CUDNN,
+    FUSED_MAX_LOGIT_OLD_CUDNN,
+    FUSED_CUDNN_9_10_0_FP8,
 )
