@@ -85,6 +85,8 @@ INPUTS: dict[str, Callable[["Scenario"], Any]] = {
     "sliding_window": lambda s: s.window_size is not None and s.window_size[0] >= 0,
     #: Multi-latent attention: the query/key and value head dims differ.
     "mla": lambda s: s.head_dim_qk != s.head_dim_v,
+    #: batch x heads x query length x key length: what cuDNN's workspace grows with.
+    "bhss": lambda s: s.batch_size * s.num_heads * s.max_seqlen_q * s.max_seqlen_kv,
 }
 #: Inputs holding a torch dtype, kept by its name (`"float8_e4m3fn"`) so that a scenario stays
 #: plain data; TE's own `torch.float16` is accepted and stored by its name.

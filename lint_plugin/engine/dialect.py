@@ -67,6 +67,8 @@ IMMUTABLE_LITERALS = (str, bytes, int, float, complex, bool, type(None))
 _UNSET = object()
 #: Trigger inputs derived from both head dims.
 HEAD_DIM_INPUTS = ("padded_head_dim", "mla")
+#: The `AttentionParams` fields whose product is the `bhss` input.
+BHSS_FIELDS = ("batch_size", "num_heads", "max_seqlen_q", "max_seqlen_kv")
 
 
 class KVCache:
@@ -305,6 +307,8 @@ class Dialect:
         if name == "sliding_window":
             window = self.field_expression("window_size")
             return f"{window} is not None and {window}[0] != -1"
+        if name == "bhss":
+            return " * ".join(self.field_expression(field) for field in BHSS_FIELDS)
         return self.field_expression(self._scalar_inputs[name])
 
     def condition_source(self, condition: Condition) -> str:
@@ -345,6 +349,8 @@ class Dialect:
                 return {"head_dim": scenario.padded_head_dim}
             return {"head_dim_qk": scenario.head_dim_qk, "head_dim_v": scenario.head_dim_v}
         field = self._scalar_inputs.get(name)
+        if name == "bhss":
+            return {field: getattr(scenario, field) for field in BHSS_FIELDS}
         if name == "kv_cache" and field in self.param_fields:
             return {field: KV_CACHE if scenario.kv_cache is not None else None}
         if name == "sliding_window" and field in self.param_fields:
@@ -363,6 +369,8 @@ class Dialect:
             return len(self.head_dim_fields) == 2  # TE 1.9 takes one head dim for q, k and v
         if name in ("padded_head_dim", "backward", "cudnn_version"):
             return True
+        if name == "bhss":
+            return set(BHSS_FIELDS) <= self.param_fields
         return self._scalar_inputs.get(name) in self.param_fields
 
     def input_fields(self) -> frozenset[str]:

@@ -150,8 +150,9 @@ class TeFix(Record):
     #: The last TE release whose own code, the C++ included, selects the backend for a witness.
     te_last_lacking: str
     reference: str = ""
-    #: Where a selector fix later moved into the C++ query: the first release whose C++
-    #: filters it (the static analysis cannot see that one, `lint_plugin.engine.te_release`).
+    #: The first release whose filter rests on the C++ query: the fix moved into it, or the
+    #: selector's filter tests the query's answer (its sub-backend). The static analysis cannot
+    #: see either (`lint_plugin.engine.te_release`).
     cxx_from: str = ""
     #: The package the defect sits in, as reports name it ("cuDNN").
     package: str = "cuDNN"

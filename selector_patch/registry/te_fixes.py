@@ -635,6 +635,64 @@ FUSED_CUDNN_9_10_0_FP8 = Hazard(
     te_releases="every release with FP8 attention before 2.6",
 )
 
+#: TE's packed-sequence layouts (`qkv_format == "thd"`).
+THD_LAYOUTS = ("thd_thd_thd", "t3hd", "th3d", "thd_t2hd", "thd_th2d")
+
+FUSED_DETERMINISTIC_THD_WORKSPACE_SM90 = Hazard(
+    id="TEA072",
+    backend="FUSED",
+    title=(
+        "FusedAttention chosen for a deterministic THD backward on sm90 whose workspace cannot"
+        " fit (batch x heads x s_q x s_kv >= 2**30)"
+    ),
+    architectures=((9, 0),),
+    triggers=(
+        Condition("deterministic", "==", True),
+        Condition("training", "==", True),
+        Condition("qkv_dtype", "in", ("bfloat16", "float16")),
+        Condition("qkv_layout", "in", THD_LAYOUTS),
+        Condition("bhss", ">=", 1 << 30),
+    ),
+    message=(
+        "Disabling FusedAttention due to a known cuDNN deterministic F16/BF16 THD backward"
+        " workspace limitation on sm90 for large BHSS configurations"
+    ),
+    section="fused_backend",
+    evidence=TeFix(
+        commit="836407430",
+        pr=2596,
+        te_fixed_in="2.19.0",
+        layer="python",
+        failure=(
+            "Observed: cuDNN deterministic F16/BF16 THD backward asks for ~128 * BHSS bytes of"
+            " workspace on sm90; at 1 << 30 that's 128 GiB, which does not fit on H100's 80 GB."
+        ),
+        te_last_lacking="2.18.0",
+        reference=(
+            "came inside [PyTorch] Add `pad_between_seqs` support ... with FA3 + THD (#2596), on a"
+            " release branch: in the 2.19.0 wheel, not in TE main's history. Its filter tests"
+            " the C++ query's answer (`F16_arbitrary_seqlen`)"
+        ),
+        cxx_from="2.19.0",
+    ),
+    kernel_version="",
+    witness_shapes=(
+        {
+            "qkv_layout": "thd_thd_thd",
+            "attn_mask_type": "padding_causal",
+            "num_heads": 16,
+            "num_gqa_groups": 16,
+            "max_seqlen_q": 8192,
+            "max_seqlen_kv": 8192,
+        },
+    ),
+    controls=(
+        Control("nondeterministic", {"deterministic": False}),
+        Control("short sequences", {"max_seqlen_q": 2048, "max_seqlen_kv": 2048}),
+    ),
+    te_releases="every release with deterministic THD fused attention on sm90 before 2.19",
+)
+
 TE_FIXES: tuple[Hazard, ...] = (
     FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN,
     FUSED_CUDNN_9_10_F16,
@@ -658,4 +716,5 @@ TE_FIXES: tuple[Hazard, ...] = (
     FUSED_FP8_CURRENT_SCALING_OLD_CUDNN,
     FUSED_MAX_LOGIT_OLD_CUDNN,
     FUSED_CUDNN_9_10_0_FP8,
+    FUSED_DETERMINISTIC_THD_WORKSPACE_SM90,
 )

@@ -26,7 +26,12 @@ from selector_patch.testing.inputs import keyword_inputs
 WITNESS, CONTROL = "witness", "control"
 HEAD_DIMS = ("head_dim_qk", "head_dim_v")
 #: Trigger inputs derived from other inputs, by the scenario fields a case spells out for them.
-SPELT_AS = {"padded_head_dim": HEAD_DIMS, "mla": HEAD_DIMS, "sliding_window": ("window_size",)}
+SPELT_AS = {
+    "padded_head_dim": HEAD_DIMS,
+    "mla": HEAD_DIMS,
+    "sliding_window": ("window_size",),
+    "bhss": ("batch_size", "num_heads", "max_seqlen_q", "max_seqlen_kv"),
+}
 #: How an id says a boolean input, true and false.
 BOOL_WORDS = {
     "training": ("training", "eval"),
