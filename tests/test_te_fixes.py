@@ -241,3 +241,10 @@ def test_verify_runs_te_fixes_when_asked(capsys):
     reports = {report["id"]: report for report in json.loads(capsys.readouterr().out)["hazards"]}
     assert reports["TEA050"]["reachable"] and not reports["TEA052"]["reachable"]
     assert set(reports) >= {hazard.id for hazard in TE_FIXES}
+
+
+def test_a_recipe_the_release_refuses_is_not_expressible_there(load_te_selector):
+    """TE 2.4's `Float8CurrentScaling` asserts against FP8 attention when it is built: the
+    request is one that release cannot express, skipped as such, never a traceback."""
+    with pytest.raises(pytest.skip.Exception, match="Float8CurrentScaling"):
+        load_te_selector("2.4.0").select(fp8_recipe="Float8CurrentScaling", fp8_dpa=True)

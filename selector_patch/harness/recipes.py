@@ -38,7 +38,9 @@ def fp8_meta(namespace: Mapping[str, Any], recipe: str, options: Mapping[str, An
         raise NoRecipe(f"{RECIPE_MODULE} of this release defines no {recipe} recipe")
     try:
         built = recipe_class(**options)
-    except TypeError as error:
+    except (TypeError, ValueError, AssertionError) as error:
+        # An option it does not take, or one its own checks refuse (TE 2.4 - 2.7:
+        # "FP8 attention is not supported for Float8CurrentScaling."): not expressible there.
         raise NoRecipe(f"{recipe}({', '.join(options)}): {error}") from None
     return {"recipe": built}
 
