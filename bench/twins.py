@@ -1,6 +1,6 @@
 """TEA's cost as a user's flake8 process pays it: twin virtual environments, one with the plugin.
 
-    python bench/twins.py [SOURCE] [--repeat N] [--instructions]
+    python bench/twins.py [SOURCE] [--repeat N] [--instructions] [--te-fixes]
 
 Two virtual environments hold the same packages at the same versions as this one (flake8 and
 its checkers, libcst, packaging); only one also has this project installed, from a wheel built
@@ -9,7 +9,9 @@ Both run `flake8` through their own console script on a copy of the selector, by
 on, in interleaved rounds (`processes.interleaved`). The figure is what TEA adds against what
 flake8's own default checks cost there: (with TEA - without) / (without - an interpreter of the
 same environment that does nothing), target at most 0.10. With `--instructions` the same three
-processes are counted under callgrind (`processes.counted`).
+processes are counted under callgrind (`processes.counted`). With `--te-fixes` a fourth process
+runs in the same rounds: TEA on a copy in a tree that records the release and sets `te-fixes =
+true`, TE's own later fixes analysed too; it is reported beside the default one.
 
 The environments are built afresh in a scratch folder each run. The packages come from the
 wheelhouse in `~/.cache/te-attn-guards/bench-wheels` when it has them (offline), else pip
@@ -85,7 +87,28 @@ def twin_environments(project: Path, scratch: Path) -> tuple[Path, Path]:
     return folders[0], folders[1]
 
 
-def measure(selector: Path, repeat: int, instructions: bool, scratch: Path) -> None:
+def with_te_fixes(selector: Path, version: str | None, scratch: Path) -> Path:
+    """A copy of `selector` in a tree recording TE `version` whose `pyproject.toml` sets
+    `te-fixes = true` (a tree at or past a fix TE made in its C++ counts as guarded)."""
+    tree = scratch / "te-fixes"
+    target = tree / "transformer_engine" / "utils.py"
+    target.parent.mkdir(parents=True)
+    shutil.copyfile(selector, target)
+    metadata = tree / f"transformer_engine-{version}.dist-info" / "METADATA"
+    metadata.parent.mkdir()
+    metadata.write_text(f"Metadata-Version: 2.1\nName: transformer_engine\nVersion: {version}\n")
+    (tree / "pyproject.toml").write_text("[tool.te-attn-guards]\nte-fixes = true\n")
+    return target
+
+
+def measure(
+    selector: Path,
+    version: str | None,
+    repeat: int,
+    instructions: bool,
+    te_fixes: bool,
+    scratch: Path,
+) -> None:
     """Print the twin comparison on `selector` (copied into `scratch` first)."""
     project = Path(__file__).resolve().parent.parent
     plain, tea = twin_environments(project, scratch)
@@ -96,12 +119,22 @@ def measure(selector: Path, repeat: int, instructions: bool, scratch: Path) -> N
         [str(plain / "flake8"), str(target)],
         [str(tea / "flake8"), str(target)],
     ]
-    (bare, without, with_tea) = interleaved(commands, repeat, scratch)
+    if te_fixes:
+        commands.append([str(tea / "flake8"), str(with_te_fixes(selector, version, scratch))])
+    (bare, without, with_tea, *fixes) = interleaved(commands, repeat, scratch)
     print(f"flake8 in twin environments on the selector, {repeat} interleaved rounds (median)")
     for kind, index in (("wall", 0), ("CPU", 1)):
         report(kind, bare[index] * 1000, without[index] * 1000, with_tea[index] * 1000, "ms")
+        for fixed in fixes:
+            report(
+                f"{kind}+fixes",
+                bare[index] * 1000,
+                without[index] * 1000,
+                fixed[index] * 1000,
+                "ms",
+            )
     if instructions:
-        counts = counted(commands, scratch)
+        counts = counted(commands[:3], scratch)
         report("instructions", *(count / 1e6 for count in counts), "M")
     print(f"  target: TEA <= {TARGET:.2f}x of flake8's own checks")
 
@@ -123,11 +156,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--instructions", action="store_true", help="count instructions too (valgrind)"
     )
+    parser.add_argument(
+        "--te-fixes", action="store_true", help="also time TEA with `te-fixes = true`"
+    )
     args = parser.parse_args(argv)
     if args.instructions and shutil.which("valgrind") is None:
         parser.error("--instructions needs valgrind on PATH (Debian: apt install valgrind)")
     with tempfile.TemporaryDirectory() as scratch:
-        measure(resolve(args.source).path, args.repeat, args.instructions, Path(scratch))
+        source = resolve(args.source)
+        measure(
+            source.path, source.te_version, args.repeat, args.instructions, args.te_fixes,
+            Path(scratch),
+        )  # fmt: skip
 
 
 if __name__ == "__main__":
