@@ -34,9 +34,11 @@ TE_CXX = Path(
 NO_TE_CXX = (
     f"no TE C++ at {TE_CXX} (../shared/te-cxx beside the checkout)"
     if not TE_CXX.is_dir()
-    else None
-    if shutil.which(os.environ.get("CXX") or "g++") or shutil.which("c++")
-    else "no C++ compiler on PATH to compile TE's C++ with"
+    else (
+        None
+        if shutil.which(os.environ.get("CXX") or "g++") or shutil.which("c++")
+        else "no C++ compiler on PATH to compile TE's C++ with"
+    )
 )
 if NO_TE_CXX is None:
     os.environ[TE_CXX_VARIABLE] = str(TE_CXX)

@@ -82,7 +82,7 @@ def test_other_files_are_dismissed_before_the_tree_is_read(monkeypatch) -> None:
     [(RuntimeError("boom"), "TEA900"), (AnalysisBudgetExceeded("too long"), "TEA901")],
 )
 def test_a_failure_is_one_finding(monkeypatch, error, code) -> None:
-    def fail(*args):
+    def fail(*args, **kwargs):
         raise error
 
     monkeypatch.setattr(checks, "analyze_hazards", fail)

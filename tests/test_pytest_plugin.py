@@ -14,7 +14,7 @@ import torch
 
 from lint_plugin.mine.declare import hazard_tables
 from selector_patch.harness import Selection
-from selector_patch.registry import HAZARDS, get_hazard
+from selector_patch.registry import HAZARDS, TE_FIXES, get_hazard
 from selector_patch.scenario import Scenario
 from selector_patch.sources import CACHE_VARIABLE, cache_dir
 from selector_patch.testing import (
@@ -123,7 +123,7 @@ def test_declared_hazards_come_from_the_working_directory_pyproject(tmp_path, mo
         "TEA010-witness-fa4_4.0.0b24-training-default_env",
         "TEA010-witness-fa4_4.0.0b24-training-fa4_only",
     ]
-    known = ", ".join([*(hazard.id for hazard in HAZARDS), "TEA010"])
+    known = ", ".join([*(hazard.id for hazard in HAZARDS), "TEA010", *(h.id for h in TE_FIXES)])
     with pytest.raises(ValueError, match=f"unknown hazard 'TEA099'; known: {known}$"):
         hazard_cases("TEA099")
 
