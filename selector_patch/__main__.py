@@ -12,6 +12,8 @@ or 2. `diff` compares two selectors or snapshots (a `.json` file is a snapshot):
 request's pick differs, 1 when some do, 2 on bad input. `snapshot` and `diff` show progress on
 stderr when it is a terminal (not with `--quiet`); stdout is only the result. `run` runs a script
 with the runtime patch installed on TE's import; its exit status is the script's.
+Every command but `run` runs under the memory budget of `selector_patch.memory`: past it, one
+line and exit 2.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import sys
 from pathlib import Path
 
 from selector_patch.config import load_config
+from selector_patch.memory import BudgetExceeded, budget
 from selector_patch.project import ConfigError
 from selector_patch.registry import HAZARDS, get_hazard
 from selector_patch.sources import SourceError, resolve
@@ -200,9 +203,15 @@ def main(argv: list[str] | None = None) -> int:
         "table": table_command,
         "snapshot": snapshot_command,
         "diff": diff_command,
-        "run": run_command,
     }
-    return commands[args.command](args)
+    if args.command == "run":  # the user's own script: its memory is its own business
+        return run_command(args)
+    operands = " ".join(getattr(args, name) for name in ("source", "a", "b") if hasattr(args, name))
+    try:
+        with budget(f"{args.command} {operands}"):
+            return commands[args.command](args)
+    except BudgetExceeded as error:
+        return _error(str(error))
 
 
 if __name__ == "__main__":

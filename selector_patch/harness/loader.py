@@ -211,6 +211,8 @@ class LoadedSelector:
             return interpret(result, self._layout, namespace, scenario, self._sink.take())
         except UnreadableResult as error:
             raise SelectionError(self.path, f"{SELECTOR} {error}") from None
+        except MemoryError:  # the command's budget (`selector_patch.memory`), not an answer
+            raise
         except Exception as error:
             machine = Machine.of(scenario)
             raise SelectionError(
@@ -227,6 +229,8 @@ class LoadedSelector:
         try:
             with scoped_env.overridden(IMPORT_ENV, hide_prefix=ENV_PREFIX):
                 execute(self._code, module)
+        except MemoryError:
+            raise
         except Exception as error:  # the module's own import-time failure, reported as such
             raise LoadError(
                 located(self.path, error), f"import on {machine} failed: {describe(error)}"
@@ -257,6 +261,8 @@ class LoadedSelector:
             wiring.run(self._imports)
         except (SourceError, LoadError) as error:  # a kernel release's source could not be had
             raise LoadError(wiring.path, f"on {machine}: {error}") from None
+        except MemoryError:
+            raise
         except Exception as error:
             raise LoadError(
                 located(wiring.path, error), f"kernel wiring on {machine} failed: {describe(error)}"
