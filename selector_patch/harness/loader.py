@@ -116,7 +116,7 @@ class LoadedSelector:
             ) from None
         self._code = compiled(text, str(self.path))
         self._layout = return_layout(tree, SELECTOR)
-        self._package = dotted_name(source.path, source.root).rpartition(".")[0]
+        self._package = dotted_name(source.position, source.root).rpartition(".")[0]
         self._lock = threading.Lock()
         self._sink = LogSink()
         default = Scenario()
@@ -245,14 +245,14 @@ class LoadedSelector:
         if not pins_packages(module):
             return None
         try:
-            wiring = find_wiring(self.path, self.source.root)
+            wiring = find_wiring(self.source.position, self.source.root)
         except (OSError, SyntaxError, UnicodeDecodeError) as error:
             raise LoadError(
                 self.path, f"cannot read its kernel wiring: {describe(error)}"
             ) from None
         if wiring is None:
             return None
-        self._imports.register(dotted_name(self.path, self.source.root), module)
+        self._imports.register(dotted_name(self.source.position, self.source.root), module)
         return lambda: self._run_wiring(wiring)
 
     def _run_wiring(self, wiring: Wiring) -> None:

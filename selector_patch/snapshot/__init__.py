@@ -52,10 +52,7 @@ def _kept(factor: Factor, tries: Sequence[Factor]) -> Factor:
 
 def selector_name(loaded: "LoadedSelector") -> str:
     """The selector file as a snapshot records it: relative to its TE tree."""
-    source = loaded.source
-    if source.root is not None:
-        return source.path.relative_to(source.root).as_posix()
-    return source.path.name
+    return loaded.source.relative or loaded.source.path.name
 
 
 def take(
