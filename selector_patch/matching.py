@@ -41,11 +41,18 @@ class Match(NamedTuple):
     exact: bool
     #: Lines of the longer of the two that the other lacks.
     differing: int = 0
+    #: Older releases whose selector is the same text (a patch release that left it alone).
+    also: tuple[str, ...] = ()
 
     def statement(self, name: str) -> str | None:
-        """What the answers rest on, in one sentence; None where the file is the release's."""
+        """What the answers rest on, in one sentence; None where the file is one release's."""
         if self.exact:
-            return None
+            if not self.also:
+                return None
+            return (
+                f"TE tree assumed: {self.version}'s, the newest release whose selector {name} is"
+                f" ({', '.join(self.also)} too); {OVERRIDE} names another"
+            )
         return (
             f"TE tree assumed: {self.version}'s, the release nearest {name} ({self.differing} of"
             f" {name}'s lines differ from it); its kernel wiring, sibling modules and C++ answer"
@@ -58,17 +65,17 @@ def _lines(text: str) -> Counter[str]:
 
 
 def nearest(text: str, releases: dict[str, Callable[[], str]]) -> Match | None:
-    """The release whose selector `text` is, else the one sharing most of its lines (the newer
-    on a tie), else None where none shares `MIN_SHARE`; `releases` maps each version to a
-    reader of its selector's text, newest first."""
+    """The release whose selector `text` is (the newest, where several releases left it alone),
+    else the one sharing most of its lines (the newer on a tie), else None where none shares
+    `MIN_SHARE`; `releases` maps each version to a reader of its selector's text, newest first."""
+    same = [version for version, read in releases.items() if read() == text]
+    if same:
+        return Match(same[0], 1.0, True, also=tuple(same[1:]))
     best: Match | None = None
     mine = _lines(text)
     size = sum(mine.values())
     for version, read in releases.items():
-        theirs = read()
-        if theirs == text:
-            return Match(version, 1.0, True)
-        other = _counted(theirs)
+        other = _counted(read())
         longer = max(size, sum(other.values()), 1)
         if min(size, sum(other.values())) < MIN_SHARE * longer:
             continue  # cannot share enough: not worth the intersection
