@@ -126,10 +126,10 @@ def table_command(args: argparse.Namespace) -> int:
 
     try:
         source = resolve(args.source, args.te_version)
-        _state(source)
         text = RENDERERS[args.format](build(source, patched=args.patched))
     except (SourceError, LoadError) as error:
         return _error(str(error))
+    _state(source)
     return _emit(text, args.output)
 
 
@@ -140,13 +140,13 @@ def snapshot_command(args: argparse.Namespace) -> int:
 
     try:
         source = resolve(args.source, args.te_version)
-        _state(source)
         selector = load_selector(source)
         grid = grid_for([selector], load_config(source.path).hazards)
         with progress(len(grid), f"snapshot {args.source}", quiet=args.quiet) as bar:
             snapshot = take(selector, grid, bar.advance)
     except (SourceError, LoadError, ConfigError) as error:
         return _error(str(error))
+    _state(source)
     return _emit(snapshot.to_text(), args.output)
 
 
@@ -170,7 +170,8 @@ def diff_command(args: argparse.Namespace) -> int:
 
 
 def _state(source) -> None:
-    """What a file alone's answers rest on, on stderr (stdout is the result alone)."""
+    """What a file alone's answers rest on, on stderr (stdout is the result alone), once the
+    command has answered (a failure is one line)."""
     if source.assumption:
         print(f"{source.path}: {source.assumption}", file=sys.stderr)
 

@@ -55,8 +55,8 @@ class Match(NamedTuple):
             )
         return (
             f"TE tree assumed: {self.version}'s, the release nearest {name} ({self.differing} of"
-            f" {name}'s lines differ from it); its kernel wiring, sibling modules and C++ answer"
-            f" for the file; {OVERRIDE} names another"
+            f" {name}'s lines differ from it); its kernel wiring and sibling modules answer for"
+            f" the file; {OVERRIDE} names another"
         )
 
 

@@ -182,7 +182,10 @@ def _placed(source: SelectorSource, te_version: str | None) -> SelectorSource:
     match = nearest(read_text(source.path), releases)
     if match is None:
         return source._replace(assumption=NO_TREE.format(override=OVERRIDE))
-    return _in_release(source, match.version, match.statement(source.path.name))
+    placed = _in_release(source, match.version, match.statement(source.path.name))
+    # An edited file is not that release: its version (and so that release's C++, whose
+    # arguments it may not pass) is not claimed for it, and cuDNN's answer is stated as assumed.
+    return placed if match.exact else placed._replace(te_version=None)
 
 
 @functools.lru_cache(maxsize=64)

@@ -16,6 +16,7 @@ from test_flake8_sweep import flake8
 
 from codemods.apply import main as codemod
 from selector_patch.harness import load_selector
+from selector_patch.scenario import Scenario
 from selector_patch.snapshot import parse, take
 from selector_patch.sources import CORPUS_RELEASES, resolve
 from selector_patch.verify import verify
@@ -78,3 +79,37 @@ def test_a_snapshot_of_a_file_alone_is_the_releases(release, own_selection, tmp_
     assert (loose.te_version, loose.selector) == ("2.20.2", "upstream.py")
     assert loose.grid == released.grid
     assert loose.outcomes == released.outcomes
+
+
+#: TE's git history (a bare clone), where the machine has one: TE's main branch of mid-2024,
+#: before 1.9, with the keyword-parameter selector.
+TE_HISTORY = Path("/work/.mirror/NVIDIA+TransformerEngine/repo")
+KEYWORD_DIALECT = ("56e0b351d", "transformer_engine/pytorch/attention.py")
+
+
+def test_a_selector_from_before_1_9_runs_as_te_ran_it(release, tmp_path):
+    """Its `FusedAttnBackend` is TE's own (`cpp_extensions`), so "FusedAttention preference on
+    Hopper+" holds on sm90; alone, a stand-in never equal to cuDNN's answer left FlashAttention."""
+    import subprocess
+
+    if not TE_HISTORY.is_dir():
+        pytest.skip(f"no TE git history at {TE_HISTORY}")
+    revision, path_in_tree = KEYWORD_DIALECT
+    path = tmp_path / "upstream.py"
+    path.write_bytes(
+        subprocess.run(
+            ["git", "--git-dir", str(TE_HISTORY), "show", f"{revision}:{path_in_tree}"],
+            capture_output=True,
+            check=True,
+        ).stdout
+    )
+    source = resolve(str(path))
+    assert (source.te_version, source.root) == (None, release("1.9.0.post1").root)
+    assert source.assumption.startswith("TE tree assumed: 1.9.0.post1's, the release nearest")
+    selector = load_selector(source)
+    assert "qkv_type" in selector.params_fields and "is_training" not in selector.params_fields
+    hopper = selector.select(Scenario(compute_capability=(9, 0)))
+    assert (hopper.backend, hopper.available) == ("FusedAttention", (True, True, True))
+    assert any("FusedAttention preference on Hopper+" in line for line in hopper.log)
+    without_tree = load_selector(source._replace(root=None, placed=None))
+    assert without_tree.select(Scenario(compute_capability=(9, 0))).backend == "FlashAttention"

@@ -177,8 +177,6 @@ def _mine(args: argparse.Namespace) -> int:
         if args.te_cxx is not None:
             name_trees(args.te_cxx)
         source = resolve(args.te, args.te_version)
-        if source.assumption:
-            print(f"{source.path}: {source.assumption}", file=sys.stderr)
         loaders = _sources(args, kernel_calls(source))
         config = load_config(source.path)
         configured = {hazard.id for hazard in config.hazards}
@@ -198,6 +196,8 @@ def _mine(args: argparse.Namespace) -> int:
     except (SourceError, LoadError, ConfigError, CxxError) as error:
         print(f"python -m lint_plugin.mine: {error}", file=sys.stderr)
         return EXIT_ERROR
+    if source.assumption:  # what the verdicts rest on, once they are in
+        print(f"{source.path}: {source.assumption}", file=sys.stderr)
     releases = [history.Release(kernel.version, verdicts) for kernel, verdicts, _, _ in results]
     if args.json:
         reports: list[dict[str, Any]] = [
