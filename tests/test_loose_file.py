@@ -113,3 +113,18 @@ def test_a_selector_from_before_1_9_runs_as_te_ran_it(release, tmp_path):
     assert any("FusedAttention preference on Hopper+" in line for line in hopper.log)
     without_tree = load_selector(source._replace(root=None, placed=None))
     assert without_tree.select(Scenario(compute_capability=(9, 0))).backend == "FlashAttention"
+
+
+def test_the_miner_on_a_file_alone_is_the_releases(release, tmp_path, capsys):
+    """TE's calls into the kernel (`backends.py`) are read beside the file too: the same sites,
+    verdicts and counts per class (TE 2.18.0 and flash-attn-4 4.0.0b24, as the issue ran)."""
+    from lint_plugin.mine.__main__ import main as mine
+
+    path = alone(release, tmp_path, "2.18.0")
+    reports = []
+    for target in (["--te", "2.18.0"], ["--te", str(path), "--te-version", "2.18.0"]):
+        status = mine([*target, "--flash-attn-4", "4.0.0b24", "--json", "--quiet"])
+        report = json.loads(capsys.readouterr().out)
+        reports.append((status, report["counts"], report["verdicts"], report["te"]["version"]))
+    assert reports[0] == reports[1]
+    assert reports[0][1]["UNGUARDED"] and reports[0][1]["unreachable"]
