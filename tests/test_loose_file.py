@@ -128,3 +128,14 @@ def test_the_miner_on_a_file_alone_is_the_releases(release, tmp_path, capsys):
         reports.append((status, report["counts"], report["verdicts"], report["te"]["version"]))
     assert reports[0] == reports[1]
     assert reports[0][1]["UNGUARDED"] and reports[0][1]["unreachable"]
+
+
+def test_a_diff_states_what_each_file_alone_runs_without(capsys):
+    """A selector written from scratch matches no release: each side's result says so."""
+    from selector_patch.__main__ import main
+
+    fork = Path(__file__).parent / "fork_shapes" / "set_literal_guard.py"
+    assert main(["diff", str(fork), str(fork), "--quiet"]) == 0
+    header = capsys.readouterr().out.splitlines()[:5]
+    stated = [line.partition(": ")[0] for line in header if "no TE tree: no release's" in line]
+    assert stated == ["A", "B"]
