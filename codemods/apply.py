@@ -107,8 +107,8 @@ class Outcome:
         import difflib  # with heapq, more than --check's whole import; only diffs need it
 
         source = self.source
-        if source.root is not None:
-            relative = source.path.relative_to(source.root).as_posix()
+        relative = source.relative
+        if relative is not None:
             before, after = f"a/{relative}", f"b/{relative}"
         else:
             before = after = str(source.path)

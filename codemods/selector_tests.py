@@ -124,7 +124,7 @@ def _test(hazard: Hazard, table: str, kind: str) -> list[str]:
 def _selector_expression(source: SelectorSource, directory: Path) -> str:
     """The selector under test - its TE tree, else its file - as a path relative to the test
     module, so that the module and the tree can move together."""
-    target = source.root if source.root is not None else source.path
+    target = source.root if source.relative is not None else source.path
     relative = Path(os.path.relpath(target.resolve(), directory.resolve())).parts
     here = "Path(__file__).resolve()"
     if all(part == ".." for part in relative):  # also the test module's own directory: ()
@@ -139,7 +139,7 @@ def render(
     fused_assumption: str | None = None,
 ) -> str:
     """The test module's text; `fused_assumption` as `chosen_cases` gives it."""
-    where = source.path.relative_to(source.root).as_posix() if source.root else source.path.name
+    where = source.relative or source.path.name
     version = f"TE {source.te_version}" if source.te_version else "TE"
     lines = [
         '"""Attention-backend selection tests for the guards te-attn-guards inserted.',

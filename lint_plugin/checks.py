@@ -68,12 +68,9 @@ def _tree_release(filename: str, config: Config) -> str | None:
     = true`): a fix TE made in its C++ is guarded in a tree at or past it."""
     if filename in STDIN or not any(isinstance(h.evidence, TeFix) for h in config.hazards):
         return None
-    from selector_patch.sources import SourceError, resolve
+    from selector_patch.sources import recorded_release
 
-    try:
-        return resolve(filename).te_version
-    except SourceError:
-        return None
+    return recorded_release(filename)
 
 
 def _failure(tree: ast.Module, code: str, cause: str, functions: Sequence[str]) -> Row:

@@ -12,6 +12,8 @@ or 2. `diff` compares two selectors or snapshots (a `.json` file is a snapshot):
 request's pick differs, 1 when some do, 2 on bad input. `snapshot` and `diff` show progress on
 stderr when it is a terminal (not with `--quiet`); stdout is only the result. `run` runs a script
 with the runtime patch installed on TE's import; its exit status is the script's.
+Every command but `run` runs under the memory budget of `selector_patch.memory`: past it, one
+line and exit 2.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import sys
 from pathlib import Path
 
 from selector_patch.config import load_config
+from selector_patch.memory import BudgetExceeded, budget
 from selector_patch.project import ConfigError
 from selector_patch.registry import HAZARDS, TE_FIXES, get_hazard
 from selector_patch.sources import SourceError, resolve
@@ -29,6 +32,10 @@ from selector_patch.te_cxx import OPTION_HELP, CxxError, name_trees
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SOURCE_HELP = "TE checkout, selector .py file, `installed`, or a release such as 2.17.1"
+TE_VERSION_HELP = (
+    "the release a selector file alone came from (else its `te-version` key, else the release"
+    " it matches): its tree's kernel wiring, modules and C++ run beside the file"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
         " release filters?",
     )
     verify.add_argument("--te-cxx", metavar="DIR", help=OPTION_HELP)
+    verify.add_argument("--te-version", metavar="VERSION", help=TE_VERSION_HELP)
     table = commands.add_parser(
         "table", help="what the real selector picks per architecture and request, hazards marked"
     )
@@ -57,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     table.add_argument("--format", choices=("markdown", "html"), default="markdown")
     table.add_argument("--output", metavar="FILE", help="write here instead of standard output")
     table.add_argument("--te-cxx", metavar="DIR", help=OPTION_HELP)
+    table.add_argument("--te-version", metavar="VERSION", help=TE_VERSION_HELP)
     snapshot = commands.add_parser(
         "snapshot", help="what the real selector picks over a grid derived from its comparisons"
     )
@@ -64,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     snapshot.add_argument("-o", "--output", metavar="FILE", help="write here, not to stdout")
     snapshot.add_argument("--quiet", action="store_true", help="no progress on stderr")
     snapshot.add_argument("--te-cxx", metavar="DIR", help=OPTION_HELP)
+    snapshot.add_argument("--te-version", metavar="VERSION", help=TE_VERSION_HELP)
     diff = commands.add_parser(
         "diff", help="every request whose pick differs between two selectors or snapshots"
     )
@@ -73,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("--output", metavar="FILE", help="write here instead of standard output")
     diff.add_argument("--quiet", action="store_true", help="no progress on stderr")
     diff.add_argument("--te-cxx", metavar="DIR", help=OPTION_HELP)
+    diff.add_argument("--te-version", metavar="VERSION", help=f"for A and B: {TE_VERSION_HELP}")
     run = commands.add_parser(
         "run", help="run a Python script with the runtime patch installed when TE is imported"
     )
@@ -91,7 +102,7 @@ def verify_command(args: argparse.Namespace) -> int:
             if args.hazard
             else (*HAZARDS, *TE_FIXES) if args.te_fixes else HAZARDS
         )
-        source = resolve(args.source)
+        source = resolve(args.source, args.te_version)
         selector = load_selector(source)
     except KeyError as error:
         return _error(f"{args.source}: {error.args[0]}")
@@ -106,13 +117,14 @@ def verify_command(args: argparse.Namespace) -> int:
             "source": str(source.path),
             "te_version": source.te_version,
             "fused_assumption": selector.fused_assumption,
+            "tree_assumption": source.assumption,
             "hazards": [hazard_report.to_json() for hazard_report in reports],
         }
         print(json.dumps(report, indent=2))
     else:
         print(f"{source.path} (TE {source.te_version or 'unknown version'})")
-        if selector.fused_assumption:
-            print(f"  {selector.fused_assumption}")
+        for assumption in filter(None, (source.assumption, selector.fused_assumption)):
+            print(f"  {assumption}")
         for hazard_report in reports:
             print(f"  {hazard_report.summary()}")
     return EXIT_OK if all(hazard_report.ok for hazard_report in reports) else EXIT_FINDINGS
@@ -123,10 +135,11 @@ def table_command(args: argparse.Namespace) -> int:
     from selector_patch.table import RENDERERS, build
 
     try:
-        source = resolve(args.source)
+        source = resolve(args.source, args.te_version)
         text = RENDERERS[args.format](build(source, patched=args.patched))
     except (SourceError, LoadError) as error:
         return _error(str(error))
+    _state(source)
     return _emit(text, args.output)
 
 
@@ -136,13 +149,14 @@ def snapshot_command(args: argparse.Namespace) -> int:
     from selector_patch.snapshot import grid_for, take
 
     try:
-        source = resolve(args.source)
+        source = resolve(args.source, args.te_version)
         selector = load_selector(source)
         grid = grid_for([selector], load_config(source.path).hazards)
         with progress(len(grid), f"snapshot {args.source}", quiet=args.quiet) as bar:
             snapshot = take(selector, grid, bar.advance)
     except (SourceError, LoadError, ConfigError) as error:
         return _error(str(error))
+    _state(source)
     return _emit(snapshot.to_text(), args.output)
 
 
@@ -153,7 +167,7 @@ def diff_command(args: argparse.Namespace) -> int:
     from selector_patch.snapshot import SnapshotError
 
     try:
-        a, b = open_side(args.a), open_side(args.b)
+        a, b = open_side(args.a, args.te_version), open_side(args.b, args.te_version)
         hazards = _hazards_for(a, b)
         with progress(0, "diff", quiet=args.quiet) as bar:
             report = diff(a, b, hazards, bar)
@@ -163,6 +177,13 @@ def diff_command(args: argparse.Namespace) -> int:
     if status != EXIT_OK:
         return status
     return EXIT_FINDINGS if report["differences"] else EXIT_OK
+
+
+def _state(source) -> None:
+    """What a file alone's answers rest on, on stderr (stdout is the result alone), once the
+    command has answered (a failure is one line)."""
+    if source.assumption:
+        print(f"{source.path}: {source.assumption}", file=sys.stderr)
 
 
 def _hazards_for(*sides):
@@ -210,9 +231,15 @@ def main(argv: list[str] | None = None) -> int:
         "table": table_command,
         "snapshot": snapshot_command,
         "diff": diff_command,
-        "run": run_command,
     }
-    return commands[args.command](args)
+    if args.command == "run":  # the user's own script: its memory is its own business
+        return run_command(args)
+    operands = " ".join(getattr(args, name) for name in ("source", "a", "b") if hasattr(args, name))
+    try:
+        with budget(f"{args.command} {operands}"):
+            return commands[args.command](args)
+    except BudgetExceeded as error:
+        return _error(str(error))
 
 
 if __name__ == "__main__":

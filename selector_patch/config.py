@@ -8,6 +8,7 @@ way everywhere: a `ConfigError` naming the file and the key.
     [tool.te-attn-guards]
     selector-functions = ["get_attention_backend"]
     skip = ["TEA002"]
+    te-version = "2.20.2"             # the release a selector file alone came from (`sources`)
     [[tool.te-attn-guards.hazards]]   # same schema as `Hazard.to_mapping()`
     id = "TEA010"
     ...
@@ -27,8 +28,10 @@ from selector_patch.project import (
 )
 from selector_patch.records import TupleRecord
 from selector_patch.registry import HAZARDS, TE_FIXES, Hazard
+from selector_patch.sources import TE_VERSION_KEY
+from selector_patch.versions import valid as valid_version
 
-KEYS = ("hazards", "skip", "selector-functions", "te-cxx", "te-fixes")
+KEYS = ("hazards", "skip", "selector-functions", "te-cxx", "te-fixes", TE_VERSION_KEY)
 
 
 class Config(TupleRecord):
@@ -101,6 +104,9 @@ def config_from_table(table: Mapping[str, Any], path: Path | None = None) -> Con
     functions = tuple(_array(table, "selector-functions", str))
     if not isinstance(table.get("te-cxx", ""), str):
         raise ValueError("te-cxx: expected a directory path (the per-release TE C++ trees)")
+    te_version = table.get(TE_VERSION_KEY, "0")
+    if not (isinstance(te_version, str) and valid_version(te_version)):
+        raise ValueError(f"{TE_VERSION_KEY}: expected a TE version such as 2.20.2")
     return Config(
         hazards=tuple(h for h in (*HAZARDS, *extra) if h.id not in skip)
         + (te_fixes if guard_fixes else ()),

@@ -41,6 +41,8 @@ DISTRIBUTION = "transformer_engine"
 #: The version file of a TE source checkout, relative to the checkout root.
 CHECKOUT_VERSION_FILE = "build_tools/VERSION.txt"
 CACHE_VARIABLE = "TE_ATTN_GUARDS_CACHE"
+#: The `[tool.te-attn-guards]` key naming the release a selector file alone came from.
+TE_VERSION_KEY = "te-version"
 
 
 class SourceError(Exception):
@@ -60,16 +62,37 @@ class SelectorSource(NamedTuple):
     te_version: str | None
     #: "checkout" | "file" | "installed" | "release"
     origin: str
+    #: For a file alone: the selector of `root` it stands in for (`matching`); else None.
+    placed: Path | None = None
+    #: For a file alone placed in a release's tree by inference: what that rests on, one
+    #: sentence every result carries (`matching.Match.statement`); else None.
+    assumption: str | None = None
+
+    @property
+    def position(self) -> Path:
+        """Where the selector's module lives in `root`: the file, or the one it stands in for."""
+        return self.placed or self.path
+
+    @property
+    def relative(self) -> str | None:
+        """The file's path in its own TE tree; None for a file alone."""
+        if self.root is None or self.placed is not None:
+            return None
+        return self.path.relative_to(self.root).as_posix()
 
 
-def resolve(spec: str) -> SelectorSource:
-    """Resolve a directory, a `.py` file, `installed` or a release version such as `2.17.1`."""
+def resolve(spec: str, te_version: str | None = None) -> SelectorSource:
+    """Resolve a directory, a `.py` file, `installed` or a release version such as `2.17.1`.
+
+    A file outside any TE tree is placed in a release's tree (`matching`): `te_version`'s, else
+    that of the `te-version` key of its `[tool.te-attn-guards]`, else the one it matches."""
     path = Path(spec).expanduser()
     if path.is_dir():
         root = _tree_root(path)
         return SelectorSource(_find_selector(root, spec), root, _tree_version(root), "checkout")
     if path.is_file():
-        return _from_file(path)
+        source = _from_file(path)
+        return _placed(source, te_version) if source.root is None else source
     if spec == "installed":
         return _from_installed()
     if valid_version(spec):
@@ -135,6 +158,56 @@ def _from_file(path: Path) -> SelectorSource:
             root = Path(*path.parts[: -len(parts)])
             return SelectorSource(path, root, _tree_version(root), "file")
     return SelectorSource(path, None, None, "file")
+
+
+def recorded_release(path: Path | str) -> str | None:
+    """The TE release recorded by the tree a selector file sits in, if any: a file alone is not
+    placed (`resolve` would compare it with every release), so flake8 can afford to ask."""
+    try:
+        return _from_file(Path(path)).te_version
+    except (SourceError, OSError):
+        return None
+
+
+def _placed(source: SelectorSource, te_version: str | None) -> SelectorSource:
+    """A file alone, in the tree of the release named for it or the one it matches."""
+    from selector_patch.matching import NO_TREE, OVERRIDE, nearest
+    from selector_patch.project import ConfigError, project_table
+
+    if te_version is None:
+        try:
+            _, table = project_table(source.path)
+        except ConfigError as error:
+            raise SourceError(source.path, str(error)) from None
+        te_version = (table or {}).get(TE_VERSION_KEY)
+    if te_version is not None:
+        if not (isinstance(te_version, str) and valid_version(te_version)):
+            raise SourceError(source.path, f"{TE_VERSION_KEY} {te_version!r}: not a TE version")
+        return _in_release(source, te_version, None)
+    releases = {
+        version: functools.partial(_release_selector_text, version)
+        for version in reversed(CORPUS_RELEASES)
+    }
+    match = nearest(read_text(source.path), releases)
+    if match is None:
+        return source._replace(assumption=NO_TREE.format(override=OVERRIDE))
+    placed = _in_release(source, match.version, match.statement(source.path.name))
+    # An edited file is not that release: its version (and so that release's C++, whose
+    # arguments it may not pass) is not claimed for it, and cuDNN's answer is stated as assumed.
+    return placed if match.exact else placed._replace(te_version=None)
+
+
+@functools.lru_cache(maxsize=64)
+def _release_selector_text(version: str) -> str:
+    """Read once per process: a file alone is compared with every release."""
+    return read_text(resolve(version).path)
+
+
+def _in_release(source: SelectorSource, version: str, assumption: str | None) -> SelectorSource:
+    release = resolve(version)
+    return source._replace(
+        root=release.root, te_version=version, placed=release.path, assumption=assumption
+    )
 
 
 def _tree_version(root: Path) -> str | None:

@@ -630,6 +630,60 @@ def _spell_container(kind: str, prelude: list[ast.stmt], taken: set[str]):
     return sites
 
 
+#: Pure spellings of `cc in ARCHS` over a module-level constant: (the constant, built from the
+#: architectures `items`; the test of `cc` on it, `c` the constant's name; whether a local
+#: computed first from the constant stands in the test for it).
+PURE = {
+    "any_over_constant": ("({items},)", "any({cc} == arch for arch in {c})", False),
+    "all_over_constant": ("({items},)", "not all({cc} != arch for arch in {c})", False),
+    "max_over_constant": ("({items},)", "max(({cc} == arch for arch in {c}))", False),
+    "min_over_constant": ("[{items}]", "not min([{cc} != arch for arch in {c}])", False),
+    "len_over_constant": ("({items},)", "len([arch for arch in {c} if arch == {cc}]) > 0", False),
+    "sorted_constant": ("{{{items}}}", "{cc} in sorted({c})", False),
+    "mapping_subscript": (
+        "{{'guarded': ({items},), 'other': ()}}",
+        "{cc} in {c}['guarded']",
+        False,
+    ),
+    "sequence_subscript": ("((), ({items},))", "{cc} in {c}[1]", False),
+    "local_from_mapping": ("{{'guarded': ({items},)}}", "{c}['guarded']", True),
+    "local_from_sorted": ("frozenset({{{items}}})", "sorted({c})", True),
+    "local_filtered": ("({items},)", "tuple(a for a in {c} if any(a == b for b in {c}))", True),
+}
+
+
+def _spell_pure(kind: str, prelude: list[ast.stmt], taken: set[str]):
+    """`cc in (...)` through a pure builtin or a subscript over a module-level constant
+    (`PURE`), in the test itself or through a local computed from it before."""
+    built, test, local = PURE[kind]
+
+    def sites(function: ast.FunctionDef) -> list[Site]:
+        found = []
+        for compare, archs in _capability_tests(function):
+            items = _archs_source(archs)
+
+            def apply(c=compare, items=items) -> None:
+                constant = _fresh_name(taken, "_GUARD_TABLE")
+                prelude.append(ast.parse(f"{constant} = {built.format(items=items)}").body[0])
+                cc = c.left.id
+                if local:
+                    name = _fresh_name(taken | _locals(function), "guard_archs")
+                    value = test.format(c=constant)
+                    position = int(bool(ast.get_docstring(function)))
+                    function.body.insert(position, ast.parse(f"{name} = {value}").body[0])
+                    spelling = f"{cc} in {name}"
+                else:
+                    spelling = test.format(cc=cc, c=constant)
+                if isinstance(c.ops[0], ast.NotIn):
+                    spelling = f"not ({spelling})"
+                _become(c, _expression(spelling))
+
+            found.append(Site(f"{kind} in `{_short(compare)}` (line {compare.lineno})", apply))
+        return found
+
+    return sites
+
+
 def _spell_family(function: ast.FunctionDef) -> list[Site]:
     """`cc in ((12, 0), (12, 1))` as `cc[0] == 12`, `(12, 0) <= cc < (13, 0)`, `cc >= (12, 0)`."""
     found = []
@@ -863,6 +917,7 @@ def spellings(
     return {
         **{kind: _spell_container(kind, prelude, taken) for kind in CONTAINERS},
         **{kind: _spell_container(kind, prelude, taken) for kind in CONSTANTS},
+        **{kind: _spell_pure(kind, prelude, taken) for kind in PURE},
         "predicate": _spell_predicate("positional", prelude, taken),
         "predicate_keywords": _spell_predicate("keywords", prelude, taken),
         "conjunct_predicate": _spell_predicate("conjunct", prelude, taken),

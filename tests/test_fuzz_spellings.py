@@ -15,7 +15,9 @@ time, and for every rewrite:
 
 The spellings include guards moved out of the selector: a condition, or one conjunct of it,
 into a module-level pure predicate called with positional or keyword arguments, architectures
-into a module-level constant (a tuple, set or frozenset, or a comprehension over literals).
+into a module-level constant (a tuple, set or frozenset, or a comprehension over literals), and
+read through a pure builtin (`any`, `all`, `min`, `max`, `len` over a comprehension, `sorted`),
+a subscript of a module-level mapping or sequence, or a local computed from those (`PURE`).
 
 The hypothesis profile sets how many rewrites run (`tests/conftest.py`); at least 40 do.
 """
@@ -31,7 +33,7 @@ from fuzz_bases import base, write_tally
 from hypothesis import example, given, reject, settings
 from hypothesis import strategies as st
 from judges import disagreements, harness_reports, static_verdicts, unexcused
-from mutants import SPELLINGS, Mutation, respell
+from mutants import PURE, SPELLINGS, Mutation, respell
 
 from lint_plugin.engine.analysis import analyze_source
 
@@ -76,10 +78,23 @@ rewrites = st.lists(
 @example("2.20.2+codemod", [Mutation("conjunct_predicate", 55)])
 @example("2.20.2+codemod", [Mutation("conjunct_predicate", 20), Mutation("frozenset_constant", 0)])
 def test_respelt_guards_keep_every_verdict(name, rewrites) -> None:
+    keeps_every_verdict(name, rewrites)
+
+
+@pytest.mark.parametrize("operator", sorted(PURE))
+def test_each_pure_spelling_keeps_every_verdict(operator) -> None:
+    """Each pure spelling (a builtin over a module-level constant, a subscript of a module-level
+    mapping or sequence, a local computed from them) at least once, whatever hypothesis draws:
+    on the codemod's TEA001 / TEA002 guard (its architectures), and on one of TE's own."""
+    for site in (0, 5):
+        keeps_every_verdict("2.20.2+codemod", [Mutation(operator, site)])
+
+
+def keeps_every_verdict(name: str, rewrites: list[Mutation]) -> None:
     source, module = base(name)
     respelt = respell(module, SELECTOR, rewrites)
     if respelt is None:
-        reject()
+        reject()  # only hypothesis draws a rewrite with no site left
     compile(respelt.text, str(source.path), "exec")
     where = f"{name} {list(respelt.descriptions)}"
     verdicts, harness, statuses = judged(where, source, respelt.text)

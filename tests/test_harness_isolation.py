@@ -232,3 +232,24 @@ def test_branching_on_an_unanswered_te_value_is_an_error(tmp_path):
         load_selector(path).select(Scenario())
     assert str(raised.value).startswith(f"{path}:7: get_attention_backend raised OpaqueDecision")
     assert isinstance(raised.value.__cause__, OpaqueDecision)
+
+
+def test_a_loop_over_an_unanswered_te_value_is_an_error(tmp_path):
+    """Python would iterate a stand-in through `__getitem__` without end (TE 2.20's loop over
+    `cp_per_step_configs(...)` in a selector file alone grew past 24 GB)."""
+    path = tmp_path / "upstream.py"
+    path.write_text(
+        "from dataclasses import dataclass\n"
+        "from transformer_engine.pytorch.attention.context_parallel import cp_per_step_configs\n"
+        "@dataclass\n"
+        "class AttentionParams:\n"
+        "    is_training: bool = True\n"
+        "def get_attention_backend(attention_params=None):\n"
+        "    for config in cp_per_step_configs(2):\n"
+        "        pass\n"
+        "    return False, False, None, True, [False, False, True]\n"
+    )
+    with pytest.raises(
+        SelectionError, match=r"iterated over .*cp_per_step_configs\(\), which has no answer"
+    ):
+        load_selector(path).select(Scenario())

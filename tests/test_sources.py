@@ -83,9 +83,52 @@ def test_file_inside_a_tree_knows_its_root(tmp_path):
 
 
 def test_bare_file(tmp_path):
+    """A selector that shares too little with every release runs alone, saying what it lacks."""
     path = tmp_path / "fork_selector.py"
     path.write_text(SELECTOR_TEXT)
-    assert resolve(str(path)) == SelectorSource(path, None, None, "file")
+    source = resolve(str(path))
+    assert source == SelectorSource(path, None, None, "file", assumption=source.assumption)
+    assert source.assumption.startswith("no TE tree: no release's selector shares half its lines")
+    assert "--te-version" in source.assumption and source.relative is None
+
+
+@pytest.mark.parametrize("version", ["2.20.2", "2.15.0", "1.13.0"])
+def test_a_release_selector_alone_is_placed_in_that_release(release, tmp_path, version):
+    """`git show REV:path > upstream.py`: the very file, so the very release, nothing assumed."""
+    tree = release(version)
+    path = tmp_path / "upstream.py"
+    path.write_bytes(tree.path.read_bytes())
+    source = resolve(str(path))
+    assert source == SelectorSource(path, tree.root, version, "file", placed=tree.path)
+    assert source.position == tree.path and source.relative is None
+
+
+def test_an_edited_selector_alone_is_placed_in_the_nearest_release_saying_so(release, tmp_path):
+    tree = release("2.18.0")
+    path = tmp_path / "fork.py"
+    text = tree.path.read_text()
+    path.write_text(text.replace("(9, 0)", "(9, 1)"))
+    edited = sum("(9, 0)" in line for line in text.splitlines())
+    source = resolve(str(path))
+    assert (source.root, source.te_version, source.placed) == (tree.root, None, tree.path)
+    assert source.assumption.startswith(
+        f"TE tree assumed: 2.18.0's, the release nearest fork.py ({edited} of fork.py's lines"
+    )
+
+
+def test_the_release_of_a_file_alone_can_be_named(release, tmp_path):
+    """`--te-version` first, then the `te-version` key of the file's project, then matching."""
+    newest, older = release("2.20.2"), release("2.19.0")
+    path = tmp_path / "upstream.py"
+    path.write_bytes(newest.path.read_bytes())
+    named = resolve(str(path), "2.19.0")
+    assert (named.root, named.te_version, named.assumption) == (older.root, "2.19.0", None)
+    (tmp_path / "pyproject.toml").write_text('[tool.te-attn-guards]\nte-version = "2.19.0"\n')
+    assert resolve(str(path)).te_version == "2.19.0"
+    assert resolve(str(path), "2.20.2").te_version == "2.20.2"
+    (tmp_path / "pyproject.toml").write_text('[tool.te-attn-guards]\nte-version = "latest"\n')
+    with pytest.raises(SourceError, match=r"upstream.py: te-version 'latest': not a TE version$"):
+        resolve(str(path))
 
 
 def test_installed_is_found_from_metadata_without_importing(tmp_path, monkeypatch):

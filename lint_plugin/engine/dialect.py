@@ -440,10 +440,11 @@ class Dialect:
 
     @cached_property
     def module_names(self) -> dict[str, Value]:
-        """The module's constants: names bound once, at top level, to an immutable literal
-        (`SM12X = ((12, 0), (12, 1))`; a set display reads as a frozenset) or to one built from
-        literals (`frozenset({(8, 6), (8, 9)})`, a comprehension over literals), and never
-        rebound, declared `global`, or called a method on anywhere in the module."""
+        """The module's constants: names bound once, at top level, to a literal
+        (`SM12X = ((12, 0), (12, 1))`; a set display reads as a frozenset, a list as a tuple, a
+        dict as a read-only mapping) or to one built from literals (`frozenset({(8, 6), (8,
+        9)})`, a comprehension over literals), and never rebound, declared `global`, called a
+        method on, or assigned or deleted an item of, anywhere in the module."""
         candidates = {}
         for node in self.module.body:
             if (
@@ -475,6 +476,12 @@ class Dialect:
                 and isinstance(node.func.value, ast.Name)
             ):
                 changed.add(node.func.value.id)
+            elif (
+                isinstance(node, ast.Subscript)
+                and not isinstance(node.ctx, ast.Load)
+                and isinstance(node.value, ast.Name)
+            ):
+                changed.add(node.value.id)  # `TABLE[key] = ...`, `del TABLE[key]`
         if changed & CONSTANT_BUILDERS.keys():  # a module of its own `frozenset`: literals only
             changed.update(
                 name for name, (node, _) in candidates.items() if _literal(node.value) is None
@@ -633,12 +640,19 @@ def _built_constant(node: ast.expr) -> Any:
 
 
 def _frozen(value: Any) -> Any:
+    """`value` with no part that can change: a list as a tuple, a set as a frozenset, a dict
+    as a read-only view (`module_names` has made sure that the module never changes them)."""
     if isinstance(value, IMMUTABLE_LITERALS):
         return value
-    if isinstance(value, tuple):
+    if isinstance(value, (tuple, list)):
         items = tuple(_frozen(item) for item in value)
         return _NOT_LITERAL if _NOT_LITERAL in items else items
     if isinstance(value, (set, frozenset)):
         items = [_frozen(item) for item in value]
         return _NOT_LITERAL if _NOT_LITERAL in items else frozenset(items)
+    if isinstance(value, dict):
+        pairs = [(_frozen(key), _frozen(item)) for key, item in value.items()]
+        if any(_NOT_LITERAL in pair for pair in pairs):
+            return _NOT_LITERAL
+        return MappingProxyType(dict(pairs))
     return _NOT_LITERAL

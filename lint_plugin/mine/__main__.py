@@ -42,6 +42,7 @@ from lint_plugin.mine.report import Kernel, report_json, to_text
 from lint_plugin.mine.te_calls import KernelCall, kernel_calls
 from selector_patch.config import ConfigError, load_config
 from selector_patch.harness import LoadError
+from selector_patch.memory import BudgetExceeded, budget
 from selector_patch.progress import progress
 from selector_patch.registry import HAZARDS
 from selector_patch.sources import SourceError, resolve
@@ -87,6 +88,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="switch a registry or configured hazard off (repeatable)",
     )
     parser.add_argument("--te-cxx", metavar="DIR", help=OPTION_HELP)
+    parser.add_argument(
+        "--te-version",
+        metavar="VERSION",
+        help="the release a selector file alone came from (else its `te-version` key, else the"
+        " release it matches): its `backends.py` calls and tree run beside the file",
+    )
     return parser.parse_args(argv)
 
 
@@ -156,11 +163,20 @@ def _cuda(source):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    try:
+        with budget(f"python -m lint_plugin.mine --te {args.te}"):
+            return _mine(args)
+    except BudgetExceeded as error:
+        print(error, file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _mine(args: argparse.Namespace) -> int:
     results: list[tuple[Kernel, list[Verdict], dict, tuple]] = []
     try:
         if args.te_cxx is not None:
             name_trees(args.te_cxx)
-        source = resolve(args.te)
+        source = resolve(args.te, args.te_version)
         loaders = _sources(args, kernel_calls(source))
         config = load_config(source.path)
         configured = {hazard.id for hazard in config.hazards}
@@ -180,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SourceError, LoadError, ConfigError, CxxError) as error:
         print(f"python -m lint_plugin.mine: {error}", file=sys.stderr)
         return EXIT_ERROR
+    if source.assumption:  # what the verdicts rest on, once they are in
+        print(f"{source.path}: {source.assumption}", file=sys.stderr)
     releases = [history.Release(kernel.version, verdicts) for kernel, verdicts, _, _ in results]
     if args.json:
         reports: list[dict[str, Any]] = [

@@ -77,7 +77,7 @@ def kernel_calls(source: SelectorSource) -> tuple[KernelCall, ...]:
 
     Files that do not exist in the release are skipped: which ones a release has is its layout.
     """
-    directory = source.path.parent
+    directory = source.position.parent
     root = (source.root or directory).resolve()
     aliases: dict[str, frozenset[Entry]] = {}
     found = []

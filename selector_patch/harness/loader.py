@@ -116,7 +116,7 @@ class LoadedSelector:
             ) from None
         self._code = compiled(text, str(self.path))
         self._layout = return_layout(tree, SELECTOR)
-        self._package = dotted_name(source.path, source.root).rpartition(".")[0]
+        self._package = dotted_name(source.position, source.root).rpartition(".")[0]
         self._lock = threading.Lock()
         self._sink = LogSink()
         default = Scenario()
@@ -211,6 +211,8 @@ class LoadedSelector:
             return interpret(result, self._layout, namespace, scenario, self._sink.take())
         except UnreadableResult as error:
             raise SelectionError(self.path, f"{SELECTOR} {error}") from None
+        except MemoryError:  # the command's budget (`selector_patch.memory`), not an answer
+            raise
         except Exception as error:
             machine = Machine.of(scenario)
             raise SelectionError(
@@ -227,6 +229,8 @@ class LoadedSelector:
         try:
             with scoped_env.overridden(IMPORT_ENV, hide_prefix=ENV_PREFIX):
                 execute(self._code, module)
+        except MemoryError:
+            raise
         except Exception as error:  # the module's own import-time failure, reported as such
             raise LoadError(
                 located(self.path, error), f"import on {machine} failed: {describe(error)}"
@@ -241,14 +245,14 @@ class LoadedSelector:
         if not pins_packages(module):
             return None
         try:
-            wiring = find_wiring(self.path, self.source.root)
+            wiring = find_wiring(self.source.position, self.source.root)
         except (OSError, SyntaxError, UnicodeDecodeError) as error:
             raise LoadError(
                 self.path, f"cannot read its kernel wiring: {describe(error)}"
             ) from None
         if wiring is None:
             return None
-        self._imports.register(dotted_name(self.path, self.source.root), module)
+        self._imports.register(dotted_name(self.source.position, self.source.root), module)
         return lambda: self._run_wiring(wiring)
 
     def _run_wiring(self, wiring: Wiring) -> None:
@@ -257,6 +261,8 @@ class LoadedSelector:
             wiring.run(self._imports)
         except (SourceError, LoadError) as error:  # a kernel release's source could not be had
             raise LoadError(wiring.path, f"on {machine}: {error}") from None
+        except MemoryError:
+            raise
         except Exception as error:
             raise LoadError(
                 located(wiring.path, error), f"kernel wiring on {machine} failed: {describe(error)}"

@@ -8,8 +8,9 @@ class and in `isinstance`), whose attributes and items are further opaque values
 by identity, and which, called on a function or class, gives it back unchanged (so `@jit_fuser`
 and `@no_torch_dynamo()` leave the decorated function intact). Anything the selector's decision
 depends on (hardware queries, cuDNN's answer) is not opaque: `OpaqueModule` takes those as
-explicit `answers`. An opaque value must never decide a branch, so testing its truth raises
-`OpaqueDecision`, naming the value: the cue to add an answer rather than a silent guess.
+explicit `answers`. An opaque value must never decide a branch, so testing its truth, or
+iterating over it (how many times a loop runs), raises `OpaqueDecision`, naming the value: the
+cue to add an answer rather than a silent guess.
 
 Some module bodies turn such a value into an integer as they import: TE 2.18+ cache the FP8
 tensor indices, `int(tex.FP8FwdTensors.GEMM1_INPUT)`, values of TE's `pytorch/csrc` enums that
@@ -56,6 +57,12 @@ class _OpaqueMeta(type):
 
     def __bool__(cls) -> bool:
         raise OpaqueDecision(f"the selector branched on {cls.__qualname__}, which has no answer")
+
+    def __iter__(cls) -> Any:
+        # Without it Python iterates through `__getitem__` (`cls[0]`, `cls[1]`, ...), which
+        # never stops: a loop over what a module the device does not load returns (TE 2.20's
+        # `cp_per_step_configs` in a selector file alone) would grow until memory runs out.
+        raise OpaqueDecision(f"the selector iterated over {cls.__qualname__}, which has no answer")
 
     def __index__(cls) -> int:
         return cls.__dict__["_opaque_placeholder"]

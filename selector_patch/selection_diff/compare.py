@@ -34,6 +34,8 @@ class Side:
     fused_assumption: str | None
     loaded: "LoadedSelector | None" = None
     snapshot: Snapshot | None = None
+    #: The release tree a selector file alone was placed in by inference (`sources`), stated.
+    tree_assumption: str | None = None
 
     @classmethod
     def of_selector(cls, loaded: "LoadedSelector", name: str | None = None) -> "Side":
@@ -42,6 +44,7 @@ class Side:
             loaded.te_version,
             loaded.fused_assumption,
             loaded=loaded,
+            tree_assumption=loaded.source.assumption,
         )
 
     @classmethod
@@ -57,9 +60,10 @@ class Side:
         return f"{version}, {self.kind} {self.name}"
 
 
-def open_side(spec: str) -> Side:
-    """A snapshot file (`.json`), else any selector source `sources.resolve` takes; raises the
-    one-line `SnapshotError`, `SourceError` or `LoadError`."""
+def open_side(spec: str, te_version: str | None = None) -> Side:
+    """A snapshot file (`.json`), else any selector source `sources.resolve` takes (a file
+    alone in `te_version`'s tree where given); raises the one-line `SnapshotError`,
+    `SourceError` or `LoadError`."""
     from selector_patch.snapshot import read
     from selector_patch.snapshot.record import looks_like_snapshot
 
@@ -69,7 +73,7 @@ def open_side(spec: str) -> Side:
     from selector_patch.harness import load_selector
     from selector_patch.sources import resolve
 
-    return Side.of_selector(load_selector(resolve(spec)), spec)
+    return Side.of_selector(load_selector(resolve(spec, te_version)), spec)
 
 
 @dataclass

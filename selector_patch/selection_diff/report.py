@@ -117,13 +117,22 @@ def build(a: Side, b: Side, compared: Compared, hazards: Sequence[Hazard]) -> Re
 
 def _assumptions(a: Side, b: Side) -> list[str]:
     """The harness's sentence for each side whose fused answer was assumed, once for both where
-    they say the same ("fused answer assumed: F16_arbitrary_seqlen (no TE C++ for 2.20.2)")."""
-    if a.fused_assumption and a.fused_assumption == b.fused_assumption:
-        return [f"A and B: {a.fused_assumption}"]
-    return [
-        f"{label}: {side.fused_assumption}"
+    they say the same ("fused answer assumed: F16_arbitrary_seqlen (no TE C++ for 2.20.2)"),
+    after each side's release tree where a file alone was placed in one by inference."""
+    trees = [
+        f"{label}: {side.tree_assumption}"
         for label, side in (("A", a), ("B", b))
-        if side.fused_assumption
+        if side.tree_assumption
+    ]
+    if a.fused_assumption and a.fused_assumption == b.fused_assumption:
+        return [*trees, f"A and B: {a.fused_assumption}"]
+    return [
+        *trees,
+        *(
+            f"{label}: {side.fused_assumption}"
+            for label, side in (("A", a), ("B", b))
+            if side.fused_assumption
+        ),
     ]
 
 

@@ -14,7 +14,7 @@ import hashlib
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from selector_patch.registry import HAZARDS, Hazard
-from selector_patch.snapshot.grid import Factor, Grid, build, derive, factors_of
+from selector_patch.snapshot.grid import Factor, Grid, build, derive, factors_of, refusal
 from selector_patch.snapshot.record import Snapshot, SnapshotError, parse, read
 
 if TYPE_CHECKING:
@@ -25,7 +25,9 @@ __all__ = ["Grid", "Snapshot", "SnapshotError", "grid_for", "parse", "read", "ta
 
 def grid_for(selectors: Sequence["LoadedSelector"], hazards: Sequence[Hazard] = HAZARDS) -> Grid:
     """The grid of one selector, or of several on the union of their comparisons: a value is
-    kept where one of them takes it (where another raises, that is a difference to report)."""
+    kept where one of them takes it (where another raises, that is a difference to report).
+    A grid of more than `grid.REQUEST_BUDGET` requests is refused (`SnapshotError`) before
+    any is asked."""
     from selector_patch.snapshot.runner import probe
 
     derivation = derive(selectors[0], hazards)
@@ -33,7 +35,11 @@ def grid_for(selectors: Sequence["LoadedSelector"], hazards: Sequence[Hazard] = 
         derivation = derivation.union(derive(selector, hazards))
     factors = factors_of(derivation)
     tried = [list(probe(selector, factors)) for selector in selectors]
-    return build(derivation, [_kept(factor, tries) for factor, *tries in zip(factors, *tried)])
+    grid = build(derivation, [_kept(factor, tries) for factor, *tries in zip(factors, *tried)])
+    refused = refusal(grid)
+    if refused is not None:
+        raise SnapshotError(" and ".join(str(s.path) for s in selectors), refused)
+    return grid
 
 
 def _kept(factor: Factor, tries: Sequence[Factor]) -> Factor:
@@ -46,10 +52,7 @@ def _kept(factor: Factor, tries: Sequence[Factor]) -> Factor:
 
 def selector_name(loaded: "LoadedSelector") -> str:
     """The selector file as a snapshot records it: relative to its TE tree."""
-    source = loaded.source
-    if source.root is not None:
-        return source.path.relative_to(source.root).as_posix()
-    return source.path.name
+    return loaded.source.relative or loaded.source.path.name
 
 
 def take(

@@ -48,6 +48,12 @@ if TYPE_CHECKING:
     from selector_patch.harness import LoadedSelector
 
 STRENGTH = 2
+#: The most requests a grid may hold. TE 2.20.2's holds 231,198, asked in about 30 s; a
+#: selector whose constants cut its inputs much finer (a fork with a hundred head dims, each
+#: meeting another input in one condition) would square that in its rows of pairs, and its
+#: snapshot would take hours and gigabytes. Such a grid is refused, saying which pair of
+#: inputs holds most of it, rather than asked for as long as it takes or thinned unsaid.
+REQUEST_BUDGET = 1_000_000
 #: How a caller asks for each mode: `DotProductAttention.training`, and whether autograd records
 #: the call (a backward will run).
 MODES: dict[str, dict[str, bool]] = {
@@ -600,3 +606,23 @@ def build(derivation: Derivation, factors: Sequence[Factor]) -> Grid:
         isolating_settings(derivation.switches),
         pairs,
     )
+
+
+def refusal(grid: Grid, budget: int | None = None) -> str | None:
+    """Why `grid` is refused, or None when it holds at most `budget` (`REQUEST_BUDGET`)
+    requests: its size, the budget, and the pair of inputs with the most rows."""
+    budget = REQUEST_BUDGET if budget is None else budget
+    if len(grid) <= budget:
+        return None
+    levels = {factor.keyword: len(factor.levels) for factor in grid.factors}
+
+    def rows(pair: tuple[tuple[str, str], int]) -> int:
+        (first, second), _line = pair
+        return levels[first] * levels[second]
+
+    cause = f"its grid holds {len(grid):,} requests, over the budget of {budget:,}"
+    if not grid.pairs:
+        return cause
+    largest = max(grid.pairs, key=rows)
+    (first, second), line = largest
+    return f"{cause}; the largest share: {first} x {second} (line {line}, {rows(largest):,} rows)"

@@ -30,7 +30,7 @@ PURE_BUILTINS: dict[str, Callable] = {
     name: getattr(builtins, name)
     for name in (
         "abs", "all", "any", "bool", "float", "frozenset", "int", "len", "list", "max", "min",
-        "round", "set", "str", "sum", "tuple",
+        "round", "set", "sorted", "str", "sum", "tuple",
     )
 }  # fmt: skip
 
