@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Sequence
 
 from processes import counted, interleaved  # bench/processes.py, beside this script
-from selector_patch.sources import resolve
+from selector_patch.sources import SelectorSource, resolve
 
 #: What a flake8 run with TEA loads besides the standard library, as in this environment.
 PACKAGES = ("flake8", "pyflakes", "pycodestyle", "mccabe", "libcst", "pyyaml", "packaging")
@@ -87,13 +87,13 @@ def twin_environments(project: Path, scratch: Path) -> tuple[Path, Path]:
     return folders[0], folders[1]
 
 
-def with_te_fixes(selector: Path, version: str | None, scratch: Path) -> Path:
-    """A copy of `selector` in a tree recording TE `version` whose `pyproject.toml` sets
-    `te-fixes = true` (a tree at or past a fix TE made in its C++ counts as guarded)."""
-    tree = scratch / "te-fixes"
-    target = tree / "transformer_engine" / "utils.py"
+def with_te_fixes(source: SelectorSource, scratch: Path) -> Path:
+    """A copy of `source`'s selector in a tree recording its release whose `pyproject.toml`
+    sets `te-fixes = true` (a tree at or past a fix TE made in its C++ counts as guarded)."""
+    tree, version = scratch / "te-fixes", source.te_version
+    target = tree / source.path.relative_to(source.root)
     target.parent.mkdir(parents=True)
-    shutil.copyfile(selector, target)
+    shutil.copyfile(source.path, target)
     metadata = tree / f"transformer_engine-{version}.dist-info" / "METADATA"
     metadata.parent.mkdir()
     metadata.write_text(f"Metadata-Version: 2.1\nName: transformer_engine\nVersion: {version}\n")
@@ -102,25 +102,20 @@ def with_te_fixes(selector: Path, version: str | None, scratch: Path) -> Path:
 
 
 def measure(
-    selector: Path,
-    version: str | None,
-    repeat: int,
-    instructions: bool,
-    te_fixes: bool,
-    scratch: Path,
+    source: SelectorSource, repeat: int, instructions: bool, te_fixes: bool, scratch: Path
 ) -> None:
-    """Print the twin comparison on `selector` (copied into `scratch` first)."""
+    """Print the twin comparison on `source`'s selector (copied into `scratch` first)."""
     project = Path(__file__).resolve().parent.parent
     plain, tea = twin_environments(project, scratch)
     target = scratch / "utils.py"
-    shutil.copyfile(selector, target)
+    shutil.copyfile(source.path, target)
     commands = [
         [str(plain / "python"), "-c", "pass"],
         [str(plain / "flake8"), str(target)],
         [str(tea / "flake8"), str(target)],
     ]
     if te_fixes:
-        commands.append([str(tea / "flake8"), str(with_te_fixes(selector, version, scratch))])
+        commands.append([str(tea / "flake8"), str(with_te_fixes(source, scratch))])
     (bare, without, with_tea, *fixes) = interleaved(commands, repeat, scratch)
     print(f"flake8 in twin environments on the selector, {repeat} interleaved rounds (median)")
     for kind, index in (("wall", 0), ("CPU", 1)):
@@ -163,11 +158,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.instructions and shutil.which("valgrind") is None:
         parser.error("--instructions needs valgrind on PATH (Debian: apt install valgrind)")
     with tempfile.TemporaryDirectory() as scratch:
-        source = resolve(args.source)
-        measure(
-            source.path, source.te_version, args.repeat, args.instructions, args.te_fixes,
-            Path(scratch),
-        )  # fmt: skip
+        measure(resolve(args.source), args.repeat, args.instructions, args.te_fixes, Path(scratch))
 
 
 if __name__ == "__main__":
