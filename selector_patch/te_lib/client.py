@@ -1,0 +1,102 @@
+"""A release's compiled query, asked through its helper process: the source path's interface.
+
+`LibraryQuery` is what `te_cxx.query.FusedQuery` is to the extension stand-in (`parameters`,
+`enums`, a call with the machine, the environment lookup and the converted arguments, returning
+the backend's value and TE's printed lines or raising `QueryFailure`), for a release whose C++
+is not at hand but whose compiled library is (`fetch`). It builds what the helper process loads
+(the trampoline from the release's headers, the stubs generated from the library, the virtual
+machine), starts the process once and keeps it for the session; calls from several threads take
+turns. The process ends when this one does (its input closes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import Callable, Sequence
+
+import selector_patch
+from selector_patch.te_cxx.compiler import library, shared_library
+from selector_patch.te_cxx.errors import CxxError
+from selector_patch.te_cxx.query import QueryFailure
+from selector_patch.te_lib import stubs
+from selector_patch.te_lib.unit import build
+
+
+def machine_library() -> Path:
+    """The compiled virtual machine (`machine.cpp`)."""
+    text = resources.files("selector_patch.te_lib").joinpath("machine.cpp").read_text()
+    return shared_library(text, "machine.cpp", "machine", "as the virtual machine")
+
+
+class LibraryQuery:
+    """The compiled `nvte_get_fused_attn_backend` of the release whose headers are under `root`
+    and whose library is `path`."""
+
+    def __init__(self, root: Path, path: Path) -> None:
+        unit = build(root)
+        self.parameters = unit.parameters
+        self._where = path
+        self._lock = threading.Lock()
+        spec = {
+            "stubs": [str(stub) for stub in stubs.build(path)],
+            "library": str(path),
+            "trampoline": str(library(unit)),
+            "parameters": [list(parameter) for parameter in unit.parameters],
+        }
+        environment = dict(os.environ)
+        environment["LD_PRELOAD"] = " ".join(
+            filter(None, (str(machine_library()), environment.get("LD_PRELOAD")))
+        )
+        package_parent = str(Path(selector_patch.__file__).resolve().parents[1])
+        environment["PYTHONPATH"] = os.pathsep.join(
+            filter(None, (package_parent, environment.get("PYTHONPATH")))
+        )
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "selector_patch.te_lib.helper", json.dumps(spec)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=environment,
+            text=True,
+            bufsize=1,
+        )
+        first = self._read()
+        if "failure" in first:
+            raise CxxError(path, f"cannot be loaded over the stubs: {first['failure']}")
+        #: Each enum's members and their values, as the release's headers give them.
+        self.enums: dict[str, dict[str, int]] = first["enums"]
+
+    def _read(self) -> dict:
+        line = self._process.stdout.readline()
+        if not line:
+            status = self._process.wait()
+            raise CxxError(self._where, f"its helper process ended (exit status {status})")
+        return json.loads(line)
+
+    def _write(self, message: dict) -> None:
+        self._process.stdin.write(json.dumps(message) + "\n")
+        self._process.stdin.flush()
+
+    def __call__(
+        self,
+        sm_arch: int,
+        cudnn_version: int,
+        environment: Callable[[str], str | None],
+        arguments: Sequence[object],
+    ) -> tuple[int, tuple[str, ...]]:
+        """The backend's value and the lines TE printed; `QueryFailure` when TE threw."""
+        with self._lock:
+            self._write({"machine": [sm_arch, cudnn_version], "arguments": list(arguments)})
+            while True:
+                reply = self._read()
+                if "environment" in reply:
+                    self._write({"value": environment(reply["environment"])})
+                elif "error" in reply:
+                    raise QueryFailure(reply["error"])
+                else:
+                    return reply["backend"], tuple(reply["log"])
