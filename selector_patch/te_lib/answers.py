@@ -74,6 +74,10 @@ ANSWERS = {
     },
 }
 
+#: The driver's entries TE looks up by name (`cuda_driver::get_symbol`, through the entry point):
+#: defined by the unversioned stub whether or not the library also links them.
+DRIVER = ("cuInit", "cuCtxGetCurrent", "cuGetErrorString", "cuGetErrorName")
+
 #: The machine's functions the answers call (`machine.cpp`, preloaded in the helper process).
 MACHINE = """#include <dlfcn.h>
 

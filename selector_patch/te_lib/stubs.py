@@ -8,7 +8,7 @@ itself with `readelf` (binutils, beside the C++ compiler) and a stub is compiled
 soname: the soname, a version script giving the symbols their version, and a definition of
 each symbol (`answers.ANSWERS`, else one that throws). Unversioned symbols the library needs
 are defined by one more stub, loaded first and globally, so whichever library TE expected them
-from, the loader finds them. Stubs are compiled once per text and compiler (`compiler`).
+from, the loader finds them; it also defines the driver entries TE looks up by name. Stubs are compiled once per text and compiler (`compiler`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from selector_patch.te_cxx.compiler import shared_library
 from selector_patch.te_cxx.errors import CxxError
-from selector_patch.te_lib.answers import ANSWERS, MACHINE
+from selector_patch.te_lib.answers import ANSWERS, DRIVER, MACHINE
 
 #: The C and C++ runtimes: real on every machine, never stubbed.
 SYSTEM = re.compile(r"^(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux[-\w]*)\.so")
@@ -58,7 +58,7 @@ def needs(library: Path) -> dict[str, tuple[str | None, tuple[str, ...]]]:
         found = _VERSION_NAME.search(line)
         if found and file in needed:
             version_of[found.group(1)] = file
-    symbols: dict[str, set[str]] = defaultdict(set)
+    symbols: dict[str, set[str]] = defaultdict(set, {UNVERSIONED: set(DRIVER)})
     for line in _readelf(library, "--dyn-syms").splitlines():
         found = _UNDEFINED.match(line)
         if not found:
