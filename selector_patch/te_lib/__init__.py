@@ -16,24 +16,25 @@ import os
 from pathlib import Path
 
 from selector_patch.sources import cache_dir
-from selector_patch.te_lib.fetch import OFFLINE_VARIABLE, Missing
+from selector_patch.te_lib.fetch import FETCH_VARIABLE, OFFLINE_VARIABLE, Missing
 
-__all__ = ["Missing", "OFFLINE_VARIABLE", "load"]
+__all__ = ["FETCH_VARIABLE", "Missing", "OFFLINE_VARIABLE", "load"]
 
 
 def load(version: str):
     """The compiled query of TE `version` (a `client.LibraryQuery`), started on first use;
     `Missing` when the release has none (asked once per process), a `CxxError` when it cannot
     be run."""
-    query, missing = _loaded(version, cache_dir(), bool(os.environ.get(OFFLINE_VARIABLE)))
+    switches = tuple(os.environ.get(name) for name in (OFFLINE_VARIABLE, FETCH_VARIABLE))
+    query, missing = _loaded(version, cache_dir(), switches)
     if missing is not None:
         raise missing
     return query
 
 
 @functools.lru_cache(maxsize=None)
-def _loaded(version: str, cache: Path, offline: bool):
-    """One outcome per release, cache and offline switch (a cache is a different library)."""
+def _loaded(version: str, cache: Path, switches: tuple):
+    """One outcome per release, cache and fetch switches (a cache is a different library)."""
     from selector_patch.te_lib.client import LibraryQuery
     from selector_patch.te_lib.fetch import library
 
