@@ -62,6 +62,7 @@ def _choices(parameter, enums) -> tuple:
 def test_the_library_answers_as_the_source_on_a_grid(te_cxx):
     source = load(te_cxx / "2.18.0")
     library = te_lib.load("2.18.0")
+
     def signature(query):  # the Python-side enum each takes; a scalar's C type
         return [(p.kind, p.enum or p.type) for p in query.parameters]
 
@@ -92,9 +93,7 @@ def test_the_library_answers_as_the_source_on_a_grid(te_cxx):
     assert outcomes["answered"] > SAMPLE / 2, outcomes
 
 
-def test_select_through_the_library_equals_select_through_the_source(
-    te_cxx, release, no_trees
-):
+def test_select_through_the_library_equals_select_through_the_source(te_cxx, release, no_trees):
     compiled = load_selector(release("2.18.0"), te_cxx=te_cxx)
     shipped = load_selector(release("2.18.0"))
     assert compiled.fused_assumption is None and shipped.fused_assumption is None
@@ -131,7 +130,6 @@ def test_offline_with_nothing_cached_keeps_the_stated_assumption(
         "fused answer assumed: F16_arbitrary_seqlen"
         f" (no TE C++ for 2.19.0: {te_lib.OFFLINE_VARIABLE} is set)"
     )
-
 
 
 def test_the_stubs_stay_in_the_helper_process(release, no_trees):

@@ -43,7 +43,8 @@ from selector_patch.harness.extension import (
     returns_reject_message,
 )
 from selector_patch.harness.failures import LoadError, SelectionError, describe, located
-from selector_patch.harness.fused_sources import fused_query
+from selector_patch.harness.config_fields import VERDICT_ASSUMED
+from selector_patch.harness.fused_sources import fused_query, verdicts_note
 from selector_patch.harness.imports import (
     EXTENSION,
     TE_PACKAGE,
@@ -96,9 +97,7 @@ class LoadedSelector:
                 self.path, f"syntax error on line {error.lineno}: {error.msg}"
             ) from None
         two_results = returns_reject_message(tree)
-        #: `fused_assumption`: "fused answer assumed: ... (no TE C++ for 2.20.2)", or None
-        #: where TE's own query (compiled from source, or the release's library) answers.
-        self._query, self.fused_assumption = fused_query(source, te_cxx, two_results)
+        self._query, self._assumption = fused_query(source, te_cxx, two_results)
         self._code = compiled(text, str(self.path))
         self._layout = return_layout(tree, SELECTOR)
         self._package = dotted_name(source.path, source.root).rpartition(".")[0]
@@ -201,6 +200,20 @@ class LoadedSelector:
             raise SelectionError(
                 located(self.path, error), f"{SELECTOR} raised {describe(error)} (on {machine})"
             ) from error
+
+    @property
+    def fused_assumption(self) -> str | None:
+        """"fused answer assumed: ... (no TE C++ for 2.20.2)"; with TE 2.20+'s compiled query,
+        what was assumed of cuDNN's own check and how often; None where TE's query answered
+        everything."""
+        return self._assumption or verdicts_note(self._query)
+
+    def assumption_of(self, selection: Selection) -> str | None:
+        """What one selection's answer rests on: the release-wide assumption, else cuDNN's
+        verdict where this very request reached cuDNN's check (its log line says so)."""
+        if self._assumption is not None:
+            return self._assumption
+        return next((line for line in selection.log if line.startswith(VERDICT_ASSUMED)), None)
 
     def _import_on(self, machine: Machine) -> _Import:
         """The module as imported on `machine`, executing it on first use."""

@@ -16,24 +16,24 @@ import os
 from pathlib import Path
 
 from selector_patch.sources import cache_dir
-from selector_patch.te_lib.fetch import FETCH_VARIABLE, OFFLINE_VARIABLE, Missing
+from selector_patch.te_lib.fetch import LIBRARIES_VARIABLE, OFFLINE_VARIABLE, Missing
 
-__all__ = ["FETCH_VARIABLE", "Missing", "OFFLINE_VARIABLE", "load"]
+__all__ = ["LIBRARIES_VARIABLE", "Missing", "OFFLINE_VARIABLE", "load"]
 
 
-def load(version: str):
+def load(version: str, configured: bool = False):
     """The compiled query of TE `version` (a `client.LibraryQuery`), started on first use;
     `Missing` when the release has none (asked once per process), a `CxxError` when it cannot
-    be run."""
-    switches = tuple(os.environ.get(name) for name in (OFFLINE_VARIABLE, FETCH_VARIABLE))
-    query, missing = _loaded(version, cache_dir(), switches)
+    be run. `configured`: the selector passes one `FusedAttentionParams` (TE 2.20+)."""
+    switches = tuple(os.environ.get(name) for name in (OFFLINE_VARIABLE, LIBRARIES_VARIABLE))
+    query, missing = _loaded(version, configured, cache_dir(), switches)
     if missing is not None:
         raise missing
     return query
 
 
 @functools.lru_cache(maxsize=None)
-def _loaded(version: str, cache: Path, switches: tuple):
+def _loaded(version: str, configured: bool, cache: Path, switches: tuple):
     """One outcome per release, cache and fetch switches (a cache is a different library)."""
     from selector_patch.te_lib.client import LibraryQuery
     from selector_patch.te_lib.fetch import library
@@ -42,4 +42,4 @@ def _loaded(version: str, cache: Path, switches: tuple):
         root, path = library(version)
     except Missing as missing:
         return None, missing
-    return LibraryQuery(root, path), None
+    return LibraryQuery(root, path, configured), None

@@ -5,7 +5,10 @@
 `dlsym(RTLD_DEFAULT)`, then `cudaGetDevice`), `cuda::sm_arch` (`cudaGetDeviceCount`,
 `cudaGetDeviceProperties`'s `major`/`minor`) and `cudnnGetVersion()`. These entries answer
 from the virtual machine (`machine.cpp`); the kernel registrations the library's load-time
-initialisers make are accepted and ignored; error strings say where they come from. Every
+initialisers make are accepted and ignored; error strings say where they come from. TE 2.20+
+create a cuDNN handle (accepted) and ask cuDNN's own graph support check through the graph API
+its frontend looks up in `libcudnn_graph`: the first such call notes that the request got that
+far and throws, since only a GPU's cuDNN can answer. Every
 other entry a stub defines throws (`te_attn_guards_unanswered`), so a query that reaches for
 anything else fails loudly instead of deciding on a made-up answer.
 
@@ -59,6 +62,23 @@ ANSWERS = {
     " return 0; }",
     "cudnnGetVersion": "std::size_t cudnnGetVersion() { return te_attn_guards_cudnn_version(); }",
     "cudnnGetErrorString": f"const char *cudnnGetErrorString(int) {{ return {_MESSAGE}; }}",
+    "cudnnCreate": "int cudnnCreate(void **handle) { static int one; *handle = &one; return 0; }",
+    "cudnnSetStream": "int cudnnSetStream(void *, void *) { return 0; }",
+    "cudnnGetLastErrorString": "void cudnnGetLastErrorString(char *text, std::size_t size) {"
+    " if (size > 0) text[0] = '\\0'; }",
+    # cuDNN's graph API, which TE 2.20+'s support check drives: the one step a GPU answers
+    **{
+        function: f"int {function}(...) {{ te_attn_guards_ask_cudnn(); }}"
+        for function in (
+            "cudnnBackendCreateDescriptor",
+            "cudnnBackendDestroyDescriptor",
+            "cudnnBackendInitialize",
+            "cudnnBackendFinalize",
+            "cudnnBackendSetAttribute",
+            "cudnnBackendGetAttribute",
+            "cudnnBackendExecute",
+        )
+    },
     "__cudaRegisterFatBinary": "void **__cudaRegisterFatBinary(void *) {"
     " static void *handle; return &handle; }",
     **{
@@ -78,6 +98,15 @@ ANSWERS = {
 #: defined by the unversioned stub whether or not the library also links them.
 DRIVER = ("cuInit", "cuCtxGetCurrent", "cuGetErrorString", "cuGetErrorName")
 
+#: What cuDNN's frontend looks up by name (`dlsym`) in `libcudnn_graph`: defined by its stub
+#: whether or not the library also links them.
+CUDNN_GRAPH = "libcudnn_graph"
+GRAPH = tuple(name for name in ANSWERS if name.startswith("cudnnBackend")) + (
+    "cudnnGetVersion",
+    "cudnnGetErrorString",
+    "cudnnGetLastErrorString",
+)
+
 #: The machine's functions the answers call (`machine.cpp`, preloaded in the helper process).
 MACHINE = """#include <dlfcn.h>
 
@@ -89,4 +118,5 @@ int te_attn_guards_current_device();
 int te_attn_guards_sm_arch(int device);
 std::size_t te_attn_guards_cudnn_version();
 [[noreturn]] void te_attn_guards_unanswered(const char *symbol);
+[[noreturn]] void te_attn_guards_ask_cudnn();
 """

@@ -25,7 +25,7 @@ from selector_patch.te_cxx.compiler import library, shared_library
 from selector_patch.te_cxx.errors import CxxError
 from selector_patch.te_cxx.query import QueryFailure
 from selector_patch.te_lib import stubs
-from selector_patch.te_lib.unit import build
+from selector_patch.te_lib.unit import build, build_v2
 
 
 def machine_library() -> Path:
@@ -36,18 +36,24 @@ def machine_library() -> Path:
 
 class LibraryQuery:
     """The compiled `nvte_get_fused_attn_backend` of the release whose headers are under `root`
-    and whose library is `path`."""
+    and whose library is `path`; with `configured`, TE 2.20+'s `..._v2`."""
 
-    def __init__(self, root: Path, path: Path) -> None:
-        unit = build(root)
-        self.parameters = unit.parameters
+    def __init__(self, root: Path, path: Path, configured: bool) -> None:
+        unit = build_v2(root) if configured else build(root)
+        #: The parameters a call converts its arguments to; None for TE 2.20+'s query, which
+        #: takes one `FusedAttentionParams` (`fields`).
+        self.parameters = None if configured else unit.parameters
+        #: Calls whose answer was cuDNN's own support check, which a CPU cannot run.
+        self.asked_cudnn = 0
         self._where = path
         self._lock = threading.Lock()
         spec = {
             "stubs": [str(stub) for stub in stubs.build(path)],
             "library": str(path),
             "trampoline": str(library(unit)),
-            "parameters": [list(parameter) for parameter in unit.parameters],
+            "parameters": (
+                None if configured else [list(parameter) for parameter in unit.parameters]
+            ),
         }
         environment = dict(os.environ)
         environment["LD_PRELOAD"] = " ".join(
@@ -88,8 +94,9 @@ class LibraryQuery:
         cudnn_version: int,
         environment: Callable[[str], str | None],
         arguments: Sequence[object],
-    ) -> tuple[int, tuple[str, ...]]:
-        """The backend's value and the lines TE printed; `QueryFailure` when TE threw."""
+    ) -> tuple:
+        """The backend's value and the lines TE printed (TE 2.20+: also the reject message and
+        whether cuDNN's check was reached); `QueryFailure` when TE threw."""
         with self._lock:
             self._write({"machine": [sm_arch, cudnn_version], "arguments": list(arguments)})
             while True:
@@ -99,4 +106,6 @@ class LibraryQuery:
                 elif "error" in reply:
                     raise QueryFailure(reply["error"])
                 else:
-                    return reply["backend"], tuple(reply["log"])
+                    backend, printed, *more = reply["answer"]
+                    self.asked_cudnn += bool(more and more[1])
+                    return (backend, tuple(printed), *more)

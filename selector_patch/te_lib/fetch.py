@@ -9,8 +9,9 @@ first. Of the wheel only the library and the headers are kept, under
 beside `transformer_engine/`). On a terminal, pip's own output shows the wheel's size before
 the download and its progress during it, on stderr; stdout stays the command's result.
 `TE_ATTN_GUARDS_OFFLINE=1` fetches nothing: a release not yet in the cache then keeps the
-stated assumption; `TE_ATTN_GUARDS_FETCH_LIBRARIES=2.18.0,2.19.0` fetches only those releases'
-libraries (a CI's download budget). Whatever cannot be had is a `Missing` with its reason, never an error: the
+stated assumption; `TE_ATTN_GUARDS_LIBRARIES=2.18.0,2.19.0` uses (and fetches) only those
+releases' libraries, whatever the cache holds (a CI's download budget, a suite whose answers
+do not depend on what an earlier run fetched). Whatever cannot be had is a `Missing` with its reason, never an error: the
 result states it.
 """
 
@@ -24,7 +25,7 @@ from pathlib import Path
 from selector_patch.sources import SourceError, cache_dir, cached_wheel
 
 OFFLINE_VARIABLE = "TE_ATTN_GUARDS_OFFLINE"
-FETCH_VARIABLE = "TE_ATTN_GUARDS_FETCH_LIBRARIES"
+LIBRARIES_VARIABLE = "TE_ATTN_GUARDS_LIBRARIES"
 DISTRIBUTIONS = ("transformer-engine-cu13", "transformer-engine-cu12")
 LIBRARY = "libtransformer_engine.so"
 HEADERS = Path("transformer_engine/common/include/transformer_engine")
@@ -37,13 +38,12 @@ class Missing(Exception):
 def library(version: str) -> tuple[Path, Path]:
     """The directory holding the release's headers (as `transformer_engine/...`) and its
     library; `Missing` when neither wheel can be had."""
+    listed = os.environ.get(LIBRARIES_VARIABLE)
+    if listed is not None and version not in listed.split(","):
+        raise Missing(f"not among {LIBRARIES_VARIABLE}")
     final = cache_dir() / "libraries" / version
-    if not final.is_dir():
-        if os.environ.get(OFFLINE_VARIABLE):
-            raise Missing(f"{OFFLINE_VARIABLE} is set")
-        fetched = os.environ.get(FETCH_VARIABLE)
-        if fetched is not None and version not in fetched.split(","):
-            raise Missing(f"not among {FETCH_VARIABLE}")
+    if not final.is_dir() and os.environ.get(OFFLINE_VARIABLE):
+        raise Missing(f"{OFFLINE_VARIABLE} is set")
     causes = []
     for distribution in DISTRIBUTIONS:
         try:

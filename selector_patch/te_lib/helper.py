@@ -9,7 +9,8 @@ the library, then the trampoline, which the source path's `FusedQuery` binds.
 
 The protocol is one JSON object per line. The process first says `{"enums": ...}` (or
 `{"failure": ...}` and exits). Each request `{"machine": [sm_arch, cudnn], "arguments": [...]}`
-is answered by `{"backend": n, "log": [...]}` or `{"error": TE's message}`; while it runs,
+is answered by `{"answer": [backend, log, ...]}` (TE 2.20+'s adds the reject message and
+whether cuDNN's check was reached, `config_query`) or `{"error": TE's message}`; while it runs,
 every variable TE's code reads is asked back, `{"environment": NAME}` answered by
 `{"value": ... or null}`, so TE reads the environment the caller's thread sees. Standard output
 is the protocol's own descriptor: whatever C code prints goes to standard error.
@@ -24,6 +25,7 @@ import sys
 
 from selector_patch.te_cxx.query import FusedQuery, QueryFailure
 from selector_patch.te_cxx.translation_unit import Parameter
+from selector_patch.te_lib.config_query import ConfigQuery
 
 
 def main(spec: dict) -> int:
@@ -37,7 +39,10 @@ def main(spec: dict) -> int:
         for stub in spec["stubs"]:
             ctypes.CDLL(stub, mode=ctypes.RTLD_GLOBAL)
         ctypes.CDLL(spec["library"], mode=ctypes.RTLD_GLOBAL)
-        query = FusedQuery([Parameter(*p) for p in spec["parameters"]], spec["trampoline"])
+        if spec["parameters"] is None:
+            query = ConfigQuery(spec["trampoline"])
+        else:
+            query = FusedQuery([Parameter(*p) for p in spec["parameters"]], spec["trampoline"])
     except OSError as error:
         say({"failure": str(error)})
         return 1
@@ -51,11 +56,11 @@ def main(spec: dict) -> int:
         request = json.loads(line)
         sm_arch, cudnn_version = request["machine"]
         try:
-            backend, printed = query(sm_arch, cudnn_version, environment, request["arguments"])
+            answer = query(sm_arch, cudnn_version, environment, request["arguments"])
         except QueryFailure as failure:
             say({"error": str(failure)})
             continue
-        say({"backend": backend, "log": printed})
+        say({"answer": answer})
     return 0
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from selector_patch.te_cxx.compiler import shared_library
 from selector_patch.te_cxx.errors import CxxError
-from selector_patch.te_lib.answers import ANSWERS, DRIVER, MACHINE
+from selector_patch.te_lib.answers import ANSWERS, CUDNN_GRAPH, DRIVER, GRAPH, MACHINE
 
 #: The C and C++ runtimes: real on every machine, never stubbed.
 SYSTEM = re.compile(r"^(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux[-\w]*)\.so")
@@ -69,6 +69,8 @@ def needs(library: Path) -> dict[str, tuple[str | None, tuple[str, ...]]]:
             symbols[version_of[version]].add(name)
         elif not version:
             symbols[UNVERSIONED].add(name)
+    graph = next((soname for soname in needed if soname.startswith(CUDNN_GRAPH)), UNVERSIONED)
+    symbols[graph].update(GRAPH)
     versions = {file: version for version, file in version_of.items()}
     return {
         soname: (versions.get(soname), tuple(sorted(symbols.get(soname, ()))))
@@ -82,7 +84,7 @@ def source(symbols: tuple[str, ...]) -> str:
         ANSWERS.get(symbol, f'void {symbol}(...) {{ te_attn_guards_unanswered("{symbol}"); }}')
         for symbol in symbols
     )
-    return MACHINE + "\n".join(definitions) + "\n}  // extern \"C\"\n"
+    return MACHINE + "\n".join(definitions) + '\n}  // extern "C"\n'
 
 
 def build(library: Path) -> list[Path]:

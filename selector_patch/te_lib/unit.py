@@ -34,10 +34,18 @@ ENTRY = ENTRIES[-1]
 #: The header declaring it.
 DECLARING = PUBLIC_HEADERS[-1]
 PROLOGUE = "const te_attn_guards::Call call(machine);"
+#: What TE 2.20+'s query is called through, the query last.
+V2_FUNCTIONS = (
+    "nvte_create_fused_attn_config",
+    "nvte_destroy_fused_attn_config",
+    "nvte_get_fused_attn_config_attribute",
+    "nvte_set_fused_attn_config_attribute",
+    "nvte_get_fused_attn_backend_v2",
+)
 
 
-def declaration(root: Path) -> Definition:
-    """The header's declaration of `nvte_get_fused_attn_backend`."""
+def declaration(root: Path, name: str = ENTRY) -> Definition:
+    """The header's declaration of the function `name`."""
     path = root / DECLARING
     if not path.is_file():
         raise CxxError(root, f"holds no {DECLARING}")
@@ -46,9 +54,9 @@ def declaration(root: Path) -> Definition:
         if node.type != "declaration":
             continue
         function = next((n for n in walk(node) if n.type == "function_declarator"), None)
-        if function is not None and text(function.child_by_field_name("declarator")) == ENTRY:
-            return Definition("function", ENTRY, (), node, DECLARING)
-    raise CxxError(path, f"declares no {ENTRY}")
+        if function is not None and text(function.child_by_field_name("declarator")) == name:
+            return Definition("function", name, (), node, DECLARING)
+    raise CxxError(path, f"declares no {name}")
 
 
 def build(root: Path) -> TranslationUnit:
@@ -58,19 +66,38 @@ def build(root: Path) -> TranslationUnit:
     entry = declaration(root)
     parameters = parameters_of(entry, found, root)
     enums = list(found.enums())
+    return _unit(root, enums, [entry], trampoline(ENTRY, parameters, PROLOGUE), parameters)
+
+
+def build_v2(root: Path) -> TranslationUnit:
+    """The unit for TE 2.20+'s `nvte_get_fused_attn_backend_v2` (`query_v2.h`), which takes
+    one configuration built attribute by attribute; it has no parameter list of its own."""
+    enums = list(index(root, PUBLIC_HEADERS).enums())
+    functions = [declaration(root, name) for name in V2_FUNCTIONS]
+    handle = "typedef void *NVTEFusedAttnConfig;"  # the header's, beside its CUDA includes
+    return _unit(root, enums, functions, _own("query_v2.h"), (), handle)
+
+
+def _own(name: str) -> str:
+    return resources.files("selector_patch.te_lib").joinpath(name).read_text()
+
+
+def _unit(root: Path, enums, functions, call: str, parameters, preamble="") -> TranslationUnit:
     parts = [
         f"// The compiled query of {root}, as te-attn-guards calls it.",
         header("machine.h"),
-        resources.files("selector_patch.te_lib").joinpath("library_prelude.h").read_text(),
+        "#include <cstring>",
+        _own("library_prelude.h"),
+        preamble,
         *map(in_namespaces, enums),
-        f'extern "C" {text(entry.node)}',
-        trampoline(ENTRY, parameters, PROLOGUE),
+        *(f'extern "C" {text(function.node)}' for function in functions),
+        call,
         enum_table(enums),
     ]
     return TranslationUnit(
         "\n\n".join(parts) + "\n",
         root / DECLARING,
-        ENTRY,
+        functions[-1].name,
         parameters,
         tuple(d.qualified for d in enums),
     )
