@@ -11,6 +11,7 @@ import pytest
 
 from fidelity_grid import requests
 from selector_patch import te_lib
+from selector_patch.te_lib import verdicts
 from selector_patch.harness import Unrepresentable, load_selector
 from selector_patch.harness.config_fields import VERDICT_ASSUMED
 from selector_patch.scenario import Scenario
@@ -76,3 +77,20 @@ def test_only_requests_reaching_cudnns_check_carry_the_assumption_and_are_counte
         rejected += not asked
     assert reached and rejected, (reached, rejected)
     assert f"for the {query.asked_cudnn} request(s)" in v2.fused_assumption
+
+
+def test_a_recorded_verdict_answers_instead_of_the_assumption(v2, release, monkeypatch, tmp_path):
+    """A file of verdicts (as `te_lib.record` writes on a GPU) holding this request's fields:
+    its answer is TE's, with its message, and nothing is assumed. Here the file says cuDNN
+    refused, the opposite of the assumption, so the selection must change."""
+    scenario = Scenario(compute_capability=(9, 0))
+    assumed = v2.select(scenario)
+    assert assumed.role == "FUSED" and _verdicts(assumed)
+    (request,) = [k for k in v2._query.recorded if k[0] == 90 and k[1] == 91801][-1:]
+    refused = "cuDNN refused this graph (as recorded)"
+    path = tmp_path / "verdicts.json"
+    verdicts.write(path, VERSION, {request: (-1, refused)})
+    monkeypatch.setenv(te_lib.VERDICTS_VARIABLE, str(path))
+    recorded = load_selector(release(VERSION)).select(scenario)
+    assert recorded.role != "FUSED" and not _verdicts(recorded)
+    assert f"Disabling FusedAttention: {refused}" in recorded.log, recorded.log

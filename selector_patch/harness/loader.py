@@ -82,10 +82,13 @@ class _Import:
 class LoadedSelector:
     """A selector module loaded on the virtual device.
 
-    `te_cxx` names the directory of per-release C++ trees (see `selector_patch.te_cxx.locate`).
+    `te_cxx` names the directory of per-release C++ trees (see `selector_patch.te_cxx.locate`);
+    `query` is TE's fused query to use instead (the verdict recorder's, on a real GPU).
     """
 
-    def __init__(self, source: SelectorSource, text: str, te_cxx: Path | str | None = None) -> None:
+    def __init__(
+        self, source: SelectorSource, text: str, te_cxx: Path | str | None = None, query=None
+    ) -> None:
         self.source = source
         self.path = source.path
         self.te_version = source.te_version
@@ -97,7 +100,9 @@ class LoadedSelector:
                 self.path, f"syntax error on line {error.lineno}: {error.msg}"
             ) from None
         two_results = returns_reject_message(tree)
-        self._query, self._assumption = fused_query(source, te_cxx, two_results)
+        self._query, self._assumption = (
+            (query, None) if query is not None else fused_query(source, te_cxx, two_results)
+        )
         self._code = compiled(text, str(self.path))
         self._layout = return_layout(tree, SELECTOR)
         self._package = dotted_name(source.path, source.root).rpartition(".")[0]

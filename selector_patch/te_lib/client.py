@@ -24,7 +24,7 @@ import selector_patch
 from selector_patch.te_cxx.compiler import library, shared_library
 from selector_patch.te_cxx.errors import CxxError
 from selector_patch.te_cxx.query import QueryFailure
-from selector_patch.te_lib import stubs
+from selector_patch.te_lib import stubs, verdicts
 from selector_patch.te_lib.unit import build, build_v2
 
 
@@ -36,19 +36,32 @@ def machine_library() -> Path:
 
 class LibraryQuery:
     """The compiled `nvte_get_fused_attn_backend` of the release whose headers are under `root`
-    and whose library is `path`; with `configured`, TE 2.20+'s `..._v2`."""
+    and whose library is `path`; with `configured`, TE 2.20+'s `..._v2` (cuDNN's verdicts from
+    a recorded file where one is named for `version`). Not `stubbed`: over the machine's own
+    CUDA and cuDNN (a GPU machine's, for the verdict recorder)."""
 
-    def __init__(self, root: Path, path: Path, configured: bool) -> None:
+    def __init__(
+        self,
+        root: Path,
+        path: Path,
+        configured: bool,
+        version: str | None = None,
+        *,
+        stubbed: bool = True,
+    ) -> None:
         unit = build_v2(root) if configured else build(root)
         #: The parameters a call converts its arguments to; None for TE 2.20+'s query, which
         #: takes one `FusedAttentionParams` (`fields`).
         self.parameters = None if configured else unit.parameters
         #: Calls whose answer was cuDNN's own support check, which a CPU cannot run.
         self.asked_cudnn = 0
+        #: Every TE 2.20+ answer by request (`verdicts.key`), for the verdict recorder.
+        self.recorded: dict = {}
+        self._verdicts = verdicts.configured(version) if configured and version else None
         self._where = path
         self._lock = threading.Lock()
         spec = {
-            "stubs": [str(stub) for stub in stubs.build(path)],
+            "stubs": [str(stub) for stub in stubs.build(path)] if stubbed else [],
             "library": str(path),
             "trampoline": str(library(unit)),
             "parameters": (
@@ -106,6 +119,23 @@ class LibraryQuery:
                 elif "error" in reply:
                     raise QueryFailure(reply["error"])
                 else:
-                    backend, printed, *more = reply["answer"]
-                    self.asked_cudnn += bool(more and more[1])
-                    return (backend, tuple(printed), *more)
+                    return self._answered(sm_arch, cudnn_version, arguments, *reply["answer"])
+
+    def _answered(self, sm_arch, cudnn_version, arguments, backend, printed, *v2):
+        """The answer as the caller takes it; TE 2.20+'s with cuDNN's verdict from the recorded
+        file where it holds the request, else counted as assumed."""
+        if not v2:
+            return backend, tuple(printed)
+        message, asked = v2
+        request = verdicts.key(sm_arch, cudnn_version, arguments)
+        self.recorded[request] = (backend, message)
+        found = self._verdicts.lookup(*request) if asked and self._verdicts else None
+        if found is not None:
+            backend, message = found
+            asked = False
+            printed = [
+                *printed,
+                f"cuDNN's support verdict as recorded on a GPU in {self._verdicts.path}",
+            ]
+        self.asked_cudnn += asked
+        return backend, tuple(printed), message, asked
