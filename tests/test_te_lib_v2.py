@@ -86,7 +86,8 @@ def test_a_recorded_verdict_answers_instead_of_the_assumption(v2, release, monke
     scenario = Scenario(compute_capability=(9, 0))
     assumed = v2.select(scenario)
     assert assumed.role == "FUSED" and _verdicts(assumed)
-    (request,) = [k for k in v2._query.recorded if k[0] == 90 and k[1] == 91801][-1:]
+    request = v2._query.last_request
+    assert request[:2] == (90, 91801)
     refused = "cuDNN refused this graph (as recorded)"
     path = tmp_path / "verdicts.json"
     verdicts.write(path, VERSION, {request: (-1, refused)})

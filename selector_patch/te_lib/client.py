@@ -48,6 +48,7 @@ class LibraryQuery:
         version: str | None = None,
         *,
         stubbed: bool = True,
+        recording: bool = False,
     ) -> None:
         unit = build_v2(root) if configured else build(root)
         #: The parameters a call converts its arguments to; None for TE 2.20+'s query, which
@@ -55,8 +56,10 @@ class LibraryQuery:
         self.parameters = None if configured else unit.parameters
         #: Calls whose answer was cuDNN's own support check, which a CPU cannot run.
         self.asked_cudnn = 0
-        #: Every TE 2.20+ answer by request (`verdicts.key`), for the verdict recorder.
-        self.recorded: dict = {}
+        #: With `recording`, every TE 2.20+ answer by request (`verdicts.key`), for the
+        #: verdict recorder; and the latest request's key.
+        self.recorded: dict | None = {} if recording else None
+        self.last_request: verdicts.Key | None = None
         self._verdicts = verdicts.configured(version) if configured and version else None
         self._where = path
         self._lock = threading.Lock()
@@ -127,8 +130,9 @@ class LibraryQuery:
         if not v2:
             return backend, tuple(printed)
         message, asked = v2
-        request = verdicts.key(sm_arch, cudnn_version, arguments)
-        self.recorded[request] = (backend, message)
+        request = self.last_request = verdicts.key(sm_arch, cudnn_version, arguments)
+        if self.recorded is not None:
+            self.recorded[request] = (backend, message)
         found = self._verdicts.lookup(*request) if asked and self._verdicts else None
         if found is not None:
             backend, message = found

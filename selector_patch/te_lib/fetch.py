@@ -11,8 +11,8 @@ the download and its progress during it, on stderr; stdout stays the command's r
 `TE_ATTN_GUARDS_OFFLINE=1` fetches nothing: a release not yet in the cache then keeps the
 stated assumption; `TE_ATTN_GUARDS_LIBRARIES=2.18.0,2.19.0` uses (and fetches) only those
 releases' libraries, whatever the cache holds (a CI's download budget, a suite whose answers
-do not depend on what an earlier run fetched). Whatever cannot be had is a `Missing` with its reason, never an error: the
-result states it.
+do not depend on what an earlier run fetched). Whatever cannot be had is a `Missing` with its
+reason, never an error: the result states it.
 """
 
 from __future__ import annotations

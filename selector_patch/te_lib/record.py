@@ -54,7 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         if library is None:
             raise SourceError(source.root, "the installed TE holds no libtransformer_engine.so")
         query = LibraryQuery(
-            source.root, library, configured=True, version=source.te_version, stubbed=False
+            source.root,
+            library,
+            configured=True,
+            version=source.te_version,
+            stubbed=False,
+            recording=True,
         )
         selector = LoadedSelector(source, source.path.read_text(encoding="utf-8"), query=query)
     except (SourceError, LoadError, CxxError) as error:

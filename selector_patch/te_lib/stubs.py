@@ -8,7 +8,9 @@ itself with `readelf` (binutils, beside the C++ compiler) and a stub is compiled
 soname: the soname, a version script giving the symbols their version, and a definition of
 each symbol (`answers.ANSWERS`, else one that throws). Unversioned symbols the library needs
 are defined by one more stub, loaded first and globally, so whichever library TE expected them
-from, the loader finds them; it also defines the driver entries TE looks up by name. Stubs are compiled once per text and compiler (`compiler`).
+from, the loader finds them; it also defines the driver entries TE looks up by name, and the
+stub of `libcudnn_graph` the graph API cuDNN's frontend looks up there (`answers.GRAPH`). Stubs
+are compiled once per text and compiler (`compiler`).
 """
 
 from __future__ import annotations
