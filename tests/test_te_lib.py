@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import random
+import zipfile
 
 import pytest
 
@@ -137,3 +138,26 @@ def test_the_stubs_stay_in_the_helper_process(release, no_trees):
     this_process = ctypes.CDLL(None)
     for symbol in ("cudaGetDevice", "cudnnGetVersion", "nvte_get_fused_attn_backend"):
         assert not hasattr(this_process, symbol)
+
+
+def test_a_wheel_without_headers_is_noted_and_never_fetched_again(monkeypatch, tmp_path):
+    """Older wheels (cu12 2.8.0's) ship the library but no headers to call it through."""
+    from selector_patch.te_lib import fetch
+
+    monkeypatch.setenv("TE_ATTN_GUARDS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(te_lib.LIBRARIES_VARIABLE, raising=False)
+    downloads = []
+
+    def download(version, distribution, directory):
+        downloads.append(distribution)
+        directory.mkdir(parents=True, exist_ok=True)
+        wheel = directory / "transformer_engine_cu12-9.9.9-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as archive:
+            archive.writestr(f"transformer_engine/wheel_lib/{fetch.LIBRARY}", b"\x7fELF")
+        return wheel
+
+    monkeypatch.setattr(fetch, "_download", download)
+    for _ in range(2):
+        with pytest.raises(te_lib.Missing, match="ships no public headers"):
+            fetch.library("9.9.9")
+    assert downloads == list(fetch.DISTRIBUTIONS)  # each tried once, in the first call only

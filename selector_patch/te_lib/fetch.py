@@ -12,7 +12,9 @@ the download and its progress during it, on stderr; stdout stays the command's r
 stated assumption; `TE_ATTN_GUARDS_LIBRARIES=2.18.0,2.19.0` uses (and fetches) only those
 releases' libraries, whatever the cache holds (a CI's download budget, a suite whose answers
 do not depend on what an earlier run fetched). Whatever cannot be had is a `Missing` with its
-reason, never an error: the result states it.
+reason, never an error: the result states it. A wheel that holds no library or no headers
+(older cu12 wheels, 2.8.0's among them, ship no headers) is noted in the cache, not fetched
+again.
 """
 
 from __future__ import annotations
@@ -42,19 +44,33 @@ def library(version: str) -> tuple[Path, Path]:
     if listed is not None and version not in listed.split(","):
         raise Missing(f"not among {LIBRARIES_VARIABLE}")
     final = cache_dir() / "libraries" / version
+    unusable = final.with_name(f"{version}.unusable")
+    if unusable.is_file():
+        raise Missing(unusable.read_text(encoding="utf-8").strip())
     if not final.is_dir() and os.environ.get(OFFLINE_VARIABLE):
         raise Missing(f"{OFFLINE_VARIABLE} is set")
-    causes = []
+    causes, downloaded = [], False
     for distribution in DISTRIBUTIONS:
         try:
             root = cached_wheel(
                 final, version, functools.partial(_download, version, distribution), _kept
             )
+        except Unusable as error:
+            causes.append(f"{distribution}: {str(error).partition(': ')[2]}")
+            downloaded = True
+            continue
         except SourceError as error:
             causes.append(str(error).partition(": ")[2])
             continue
         return root, root / LIBRARY
-    raise Missing(f"no compiled library on PyPI ({'; '.join(causes)})")
+    reason = f"no usable compiled library on PyPI ({'; '.join(causes)})"
+    if downloaded:  # a release's wheels never change: not fetched again
+        unusable.write_text(reason + "\n", encoding="utf-8")
+    raise Missing(reason)
+
+
+class Unusable(SourceError):
+    """A wheel that was fetched but holds no library or no headers to call it through."""
 
 
 def _download(version: str, distribution: str, directory: Path) -> Path:
@@ -96,7 +112,8 @@ def _kept(wheel: Path, tree: Path) -> None:
     libraries = [n for n in names if n.rsplit("/", 1)[-1] == LIBRARY]
     headers = [n for n in names if f"include/{HEADERS.name}/" in n and n.endswith(".h")]
     if not libraries or not headers:
-        raise SourceError(wheel, f"holds no {LIBRARY} with its headers")
+        missing = "public headers" if libraries else LIBRARY
+        raise Unusable(wheel, f"the wheel ships no {missing} (older releases ship no headers)")
     with zipfile.ZipFile(wheel) as archive:
         tree.mkdir(parents=True)
         (tree / HEADERS).mkdir(parents=True)
