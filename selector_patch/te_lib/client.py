@@ -6,11 +6,12 @@ the backend's value and TE's printed lines or raising `QueryFailure`), for a rel
 is not at hand but whose compiled library is (`fetch`). It builds what the helper process loads
 (the trampoline from the release's headers, the stubs generated from the library, the virtual
 machine), starts the process once and keeps it for the session; calls from several threads take
-turns. The process ends when this one does (its input closes).
+turns. The process ends when this one does (its input is closed at exit, or closes with it).
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -87,11 +88,22 @@ class LibraryQuery:
             text=True,
             bufsize=1,
         )
+        atexit.register(self._close)
         first = self._read()
         if "failure" in first:
             raise CxxError(path, f"cannot be loaded over the stubs: {first['failure']}")
         #: Each enum's members and their values, as the release's headers give them.
         self.enums: dict[str, dict[str, int]] = first["enums"]
+
+    def _close(self) -> None:
+        """At exit: the helper's input closed, so it ends; killed if it does not."""
+        if self._process.poll() is None:
+            self._process.stdin.close()
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+        self._process.stdout.close()
 
     def _read(self) -> dict:
         line = self._process.stdout.readline()
