@@ -11,8 +11,10 @@ or of TE; the first fixture request loads the selector (and fetches a release in
     te_cxx = "../te-cxx"                          # TE's C++ per release, for a wheel's selector
 
 A checkout answers cuDNN's fused-attention query with its own C++; a released wheel's selector
-takes it from `--te-cxx` / the `te_cxx` key / `TE_ATTN_GUARDS_TE_CXX`, else the answer is an
-assumption its failure messages state.
+takes it from `--te-cxx` / the `te_cxx` key / `TE_ATTN_GUARDS_TE_CXX`, else from the release's
+own compiled library (`selector_patch.te_lib`), else the answer is an assumption its failure
+messages state. Without the harness extra, a session with a selector configured ends at once
+with one line saying what to install.
 
 `te_selection_snapshot` compares the selector's picks over its whole grid with a committed
 snapshot file (`selector_patch.testing.snapshots`); `--te-snapshot-update` rewrites it, as
