@@ -14,7 +14,8 @@ Which members pybind11 registers is TE's `pybind.cpp`, which the trees do not ho
 subset (`tex.DType` lacks the header's `kInt16`, `kInt64`, ...). TE's Python side names exactly
 the members it uses, and from 2.18 asserts at import that it names every registered one (2.19
 dropped `F16_max512_seqlen`). So members come into existence as the release names them. Without
-TE's C++ (a wheel-only release whose sources are not public), the answer is a stated assumption,
+any of TE's queries at hand (neither its C++ nor its release's compiled library, `te_lib`, which
+answers through the same interface), the answer is a stated assumption,
 `ASSUMED_BACKEND`, and only `NVTE_Fused_Attn_Backend` is real, with the values of
 `BACKEND_VALUES`. A scenario's explicit `fused_backend` is an override that wins either way.
 TE 2.20 made the query take one `FusedAttentionParams` and return `(backend, reject_message)`
@@ -30,9 +31,9 @@ import operator
 from typing import Any, Callable, Mapping
 
 from selector_patch import scoped_env
+from selector_patch.harness.config_fields import VERDICT_ASSUMED, assumed_verdict, config_fields
 from selector_patch.harness.device import VirtualDevice
 from selector_patch.harness.opaque import OpaqueDecision, OpaqueModule, is_opaque
-from selector_patch.harness.config_fields import VERDICT_ASSUMED, assumed_verdict, config_fields
 from selector_patch.te_cxx.query import FusedQuery, QueryFailure
 
 BACKEND_ENUM = "NVTE_Fused_Attn_Backend"
