@@ -10,14 +10,17 @@ Prints:
   the 29-release sweep;
 - for 2.18.0, whose fused-attention answer is TE's compiled C++ (when `TE_ATTN_GUARDS_TE_CXX`
   names the trees), selections per second with that answer against the same grid with the
-  answer given as an override (`fused_backend`, no C++ called): the C++ query's own cost.
+  answer given as an override (`fused_backend`, no C++ called): the C++ query's own cost; and
+  with the answer from the release's compiled library (no trees: `selector_patch.te_lib`, its
+  helper process over a pipe) against the source-compiled answer.
 
-Usage: python bench/harness.py [--repeat N]
+Usage: python bench/harness.py [--repeat N] [--fused-only]  (--fused-only: the 2.18.0 rows)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -28,6 +31,7 @@ import torch  # noqa: F401  (the baseline's subject; loads below run with it imp
 from selector_patch.harness import Unrepresentable, load_selector
 from selector_patch.registry import HAZARDS
 from selector_patch.sources import CORPUS_RELEASES, resolve
+from selector_patch.te_cxx import TE_CXX_VARIABLE
 
 
 def import_torch_seconds(repeat: int) -> float:
@@ -65,7 +69,11 @@ def selections_per_second(selector, scenarios, repeat: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--fused-only", action="store_true", help="only the 2.18.0 fused rows")
     args = parser.parse_args()
+    if args.fused_only:
+        fused_rows(resolve("2.18.0"), list(grid()), args.repeat)
+        return
     sources = {version: resolve(version) for version in CORPUS_RELEASES}  # fetch outside timing
     baseline = import_torch_seconds(args.repeat)
 
@@ -99,15 +107,34 @@ def main() -> None:
     )
     print(f"selections/s, sweep of {len(sources)} releases (min)    {min(rates):9.0f}")
 
-    with_cxx = selectors["2.18.0"]
+    fused_rows(sources["2.18.0"], scenarios, args.repeat)
+
+
+def fused_rows(source, scenarios, repeat: int) -> None:
+    """2.18.0's grid: the answer given (baseline), TE's C++ compiled from source, and the
+    release's compiled library with no trees configured."""
+    with_cxx = load_selector(source)
     if with_cxx.fused_assumption is not None:
         print(f"2.18.0: {with_cxx.fused_assumption}; no C++ query to measure")
         return
+    trees = os.environ.pop(TE_CXX_VARIABLE)
+    try:
+        with_library = load_selector(source)
+    finally:
+        os.environ[TE_CXX_VARIABLE] = trees
     overridden = [s.with_changes({"fused_backend": "F16_arbitrary_seqlen"}) for s in scenarios]
-    cxx = selections_per_second(with_cxx, scenarios, args.repeat)
-    given = selections_per_second(with_cxx, overridden, args.repeat)
+    rates: dict[str, list[float]] = {"given": [], "cxx": [], "library": []}
+    for _ in range(3):  # interleaved, best of three: the machine's load drifts between runs
+        rates["given"].append(selections_per_second(with_cxx, overridden, repeat))
+        rates["cxx"].append(selections_per_second(with_cxx, scenarios, repeat))
+        rates["library"].append(selections_per_second(with_library, scenarios, repeat))
+    given, cxx, library = (max(rates[name]) for name in ("given", "cxx", "library"))
     print(f"selections/s, 2.18.0 grid, answer given (baseline) {given:9.0f}")
     print(f"selections/s, 2.18.0 grid, TE's C++ answers       {cxx:9.0f}  ratio {cxx / given:5.2f}")
+    print(
+        f"selections/s, 2.18.0 grid, TE's library answers   {library:9.0f}"
+        f"  ratio {library / given:5.2f}, to the C++ {library / cxx:5.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from selector_patch.config import load_config
+from selector_patch.extras import without_harness
 from selector_patch.memory import BudgetExceeded, budget
 from selector_patch.project import ConfigError
 from selector_patch.registry import HAZARDS, TE_FIXES, get_hazard
@@ -221,6 +222,10 @@ def _error(line: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command != "run":  # `run` patches the script's own TE, with its own torch
+        missing = without_harness(f"python -m selector_patch {args.command}")
+        if missing is not None:
+            return _error(missing)
     if getattr(args, "te_cxx", None) is not None:
         try:
             name_trees(args.te_cxx)

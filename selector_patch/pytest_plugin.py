@@ -11,8 +11,10 @@ or of TE; the first fixture request loads the selector (and fetches a release in
     te_cxx = "../te-cxx"                          # TE's C++ per release, for a wheel's selector
 
 A checkout answers cuDNN's fused-attention query with its own C++; a released wheel's selector
-takes it from `--te-cxx` / the `te_cxx` key / `TE_ATTN_GUARDS_TE_CXX`, else the answer is an
-assumption its failure messages state.
+takes it from `--te-cxx` / the `te_cxx` key / `TE_ATTN_GUARDS_TE_CXX`, else from the release's
+own compiled library (`selector_patch.te_lib`), else the answer is an assumption its failure
+messages state. Without the harness extra, a session with a selector configured ends at once
+with one line saying what to install.
 
 `te_selection_snapshot` compares the selector's picks over its whole grid with a committed
 snapshot file (`selector_patch.testing.snapshots`); `--te-snapshot-update` rewrites it, as
@@ -92,6 +94,17 @@ def configured_source(config: pytest.Config) -> str | None:
     return _configured(config, INI)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A session with a selector configured and no harness extra: one line, exit status 2."""
+    if configured_source(config) is None:
+        return
+    from selector_patch.extras import EXIT_ERROR, without_harness
+
+    missing = without_harness(f"pytest --te-selector {configured_source(config)}")
+    if missing is not None:
+        pytest.exit(missing, returncode=EXIT_ERROR)
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     settings = {name: _configured(config, name) for name in (INI, CXX_INI)}
     return [f"te-attn-guards: {name} = {value}" for name, value in settings.items() if value]
@@ -107,6 +120,11 @@ def load_te_selector(
     version) or a resolved `SelectorSource`; each distinct selector is loaded once, its fused
     answers from `--te-cxx` / the `te_cxx` ini key where it has no C++ of its own.
     """
+    from selector_patch.extras import without_harness
+
+    missing = without_harness("load_te_selector")
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
     from selector_patch.harness import LoadError, load_selector
     from selector_patch.sources import SelectorSource, SourceError, resolve
     from selector_patch.testing import SelectorUnderTest

@@ -258,7 +258,7 @@ def _from_installed() -> SelectorSource:
 
 def _release_tree(version: str) -> Path:
     """The extracted wheel of TE `version`, downloaded once per cache."""
-    return _cached_wheel(
+    return cached_wheel(
         cache_dir() / "releases" / version, version, functools.partial(_download, version)
     )
 
@@ -268,7 +268,7 @@ def wheel_tree(distribution: str, version: str) -> Path:
 
     Cached beside TE's releases, under `wheels/<distribution>/<version>`; never imported.
     """
-    return _cached_wheel(
+    return cached_wheel(
         cache_dir() / "wheels" / distribution / version,
         version,
         functools.partial(_download, version, distribution=distribution),
@@ -288,10 +288,10 @@ def sdist_tree(distribution: str, version: str, env: Mapping[str, str]) -> Path:
     """
     final = cache_dir() / "sdists" / distribution / version
     download = functools.partial(_download, version, distribution=distribution, sdist_env=env)
-    return _cached_wheel(final, version, download, extract=_extract_sdist)
+    return cached_wheel(final, version, download, extract=_extract_sdist)
 
 
-def _cached_wheel(
+def cached_wheel(
     final: Path,
     version: str,
     download: Callable[[Path], Path],

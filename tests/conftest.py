@@ -20,6 +20,7 @@ import pytest
 
 from selector_patch.sources import SelectorSource, resolve
 from selector_patch.te_cxx import TE_CXX_VARIABLE
+from selector_patch.te_lib import LIBRARIES_VARIABLE
 
 if TYPE_CHECKING:
     from selector_patch.harness import LoadedSelector
@@ -44,6 +45,12 @@ if NO_TE_CXX is None:
     os.environ[TE_CXX_VARIABLE] = str(TE_CXX)
 else:
     os.environ.pop(TE_CXX_VARIABLE, None)
+#: The only releases whose compiled library (`selector_patch.te_lib`) the suite uses, and so
+#: fetches: the cu13 wheels of 2.18.0 (279.5 MB, beside its C++ tree) and 2.19.0 (244.6 MB, no
+#: public source). Every other release without a tree here (2.6.0, 2.20.2) keeps the stated
+#: assumption, whatever the cache holds.
+LIBRARY_RELEASES = ("2.18.0", "2.19.0")
+os.environ[LIBRARIES_VARIABLE] = ",".join(LIBRARY_RELEASES)
 
 #: The plugin's own tests run inner pytest sessions.
 pytest_plugins = ("pytester",)

@@ -84,3 +84,14 @@ def test_verify_lists_the_default_environment_witness_reachable_then_fixed(selec
     after = dict(verify_hazard(selectors["codemod"], hazard).witnesses)
     assert before[default] is True
     assert after[default] is False
+
+
+@pytest.mark.parametrize("version", ["2.15.0", "2.16.1", "2.17.1", "2.18.0", "2.19.0"])
+def test_seed_000_default_witness_is_tes_own_answer_on_every_fa4_release(release, te_cxx, version):
+    """TE 2.15 - 2.18 answer from their C++ trees, 2.19.0 (no public source) from its compiled
+    library: no release states an assumption, and each refuses cuDNN for seed 000 as it is."""
+    loaded = load_selector(release(version))
+    assert loaded.fused_assumption is None
+    selection = loaded.select(SEED_000_DEFAULT)
+    assert selection.role == "FA4"
+    assert "Disabling FusedAttention as no backend supports the provided input" in selection.log

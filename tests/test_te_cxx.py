@@ -258,10 +258,14 @@ def test_a_checkout_answers_with_its_own_cxx(te_cxx, release, tmp_path, monkeypa
 
 
 def test_without_cxx_the_answer_is_a_stated_assumption(release, monkeypatch, tmp_path):
+    """No trees, and no compiled library either (offline, nothing cached)."""
     monkeypatch.delenv(TE_CXX_VARIABLE, raising=False)
+    monkeypatch.setenv("TE_ATTN_GUARDS_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("TE_ATTN_GUARDS_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)
     loaded = load_selector(release("2.18.0"))
     assert loaded.fused_assumption == (
-        "fused answer assumed: F16_arbitrary_seqlen (no TE C++ for 2.18.0)"
+        "fused answer assumed: F16_arbitrary_seqlen"
+        " (no TE C++ for 2.18.0: TE_ATTN_GUARDS_OFFLINE is set)"
     )
     assert loaded.select(Scenario(compute_capability=(12, 0), deterministic=True)).role == "FUSED"

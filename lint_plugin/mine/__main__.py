@@ -34,6 +34,11 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from selector_patch.extras import exit_without_harness
+
+# The judges run TE's selector: say what is missing before importing them.
+exit_without_harness("python -m lint_plugin.mine")
+
 from lint_plugin.mine import history
 from lint_plugin.mine.crosscheck import DISAGREEMENT, UNGUARDED, Judges, Verdict, crosscheck
 from lint_plugin.mine.declare import declarations

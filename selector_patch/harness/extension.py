@@ -14,10 +14,14 @@ Which members pybind11 registers is TE's `pybind.cpp`, which the trees do not ho
 subset (`tex.DType` lacks the header's `kInt16`, `kInt64`, ...). TE's Python side names exactly
 the members it uses, and from 2.18 asserts at import that it names every registered one (2.19
 dropped `F16_max512_seqlen`). So members come into existence as the release names them. Without
-TE's C++ (a wheel-only release whose sources are not public), the answer is a stated assumption,
+any of TE's queries at hand (neither its C++ nor its release's compiled library, `te_lib`, which
+answers through the same interface), the answer is a stated assumption,
 `ASSUMED_BACKEND`, and only `NVTE_Fused_Attn_Backend` is real, with the values of
-`BACKEND_VALUES`. A scenario's explicit `fused_backend` is an override that wins either way. TE 2.20 made the query return
-`(backend, reject_message)`; the shape is read off how the selector unpacks the call.
+`BACKEND_VALUES`. A scenario's explicit `fused_backend` is an override that wins either way.
+TE 2.20 made the query take one `FusedAttentionParams` and return `(backend, reject_message)`
+(the shape is read off how the selector unpacks the call); with the release's library, TE's
+message is the one returned, and a request its rules admit reaches cuDNN's own support check,
+whose verdict alone is assumed (`config_fields`), in a log line of that selection.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import operator
 from typing import Any, Callable, Mapping
 
 from selector_patch import scoped_env
+from selector_patch.harness.config_fields import VERDICT_ASSUMED, assumed_verdict, config_fields
 from selector_patch.harness.device import VirtualDevice
 from selector_patch.harness.opaque import OpaqueDecision, OpaqueModule, is_opaque
 from selector_patch.te_cxx.query import FusedQuery, QueryFailure
@@ -200,28 +205,43 @@ def extension_module(
         enums = {name: enum_type(name, values) for name, values in query.enums.items()}
     backends = enums[BACKEND_ENUM]
 
-    def answer(*args, **kwargs) -> EnumMember:
+    def answer(*args, **kwargs) -> tuple[EnumMember, str | None]:
+        """The backend and, where TE's own query gave one, its reject message."""
         override = device.fused_backend
         if override is not None:
-            return getattr(backends, member_name(override))
+            return getattr(backends, member_name(override)), None
         if query is None:
-            return getattr(backends, member_name(ASSUMED_BACKEND))
-        arguments = _query_arguments(query, args, kwargs, enums)
+            return getattr(backends, member_name(ASSUMED_BACKEND)), None
         machine = device.machine
+        configured = query.parameters is None
+        arguments = (
+            config_fields(query.enums, args, kwargs)
+            if configured
+            else _query_arguments(query, args, kwargs, enums)
+        )
         try:
-            value, printed = query(
+            value, printed, *more = query(
                 machine.sm_arch, machine.cudnn_runtime_version, scoped_env.lookup, arguments
             )
         except QueryFailure as failure:
             raise RuntimeError(str(failure)) from None
         for line in printed:
             log(line)
-        return backends.member(value)
+        if not configured:
+            return backends.member(value), None
+        message, asked_cudnn = more
+        if asked_cudnn:
+            assumed = assumed_verdict(query.enums, arguments)
+            log(f"{VERDICT_ASSUMED}: supported ({assumed})")
+            return getattr(backends, member_name(assumed)), ""
+        return backends.member(value), message
 
     def get_fused_attn_backend(*args, **kwargs):
-        backend = answer(*args, **kwargs)
+        backend, message = answer(*args, **kwargs)
         if not with_reject_message:
             return backend
-        return backend, REJECT_MESSAGE if backend.name == NO_BACKEND else ""
+        if message is None:
+            message = REJECT_MESSAGE if backend.name == NO_BACKEND else ""
+        return backend, message
 
     return OpaqueModule("transformer_engine_torch", {QUERY: get_fused_attn_backend, **enums})

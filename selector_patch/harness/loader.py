@@ -15,10 +15,11 @@ packages is pinned per call through `FlashAttentionUtils` (`wiring`, `pinning`).
 decide which flash-attn is usable at import, from package metadata and the device, so they are
 imported once per machine, each import seeing that machine.
 
-cuDNN's fused-attention answer is TE's own C++ query where the source's TE has it at hand
-(`selector_patch.te_cxx`: the checkout's own `transformer_engine/common`, else the directory of
-per-release trees named by `te_cxx` or `TE_ATTN_GUARDS_TE_CXX`); elsewhere it is an assumption,
-and `fused_assumption` says so in one sentence every result carries.
+cuDNN's fused-attention answer is TE's own query where the source's TE has one at hand
+(`fused_sources`: the checkout's own `transformer_engine/common`, else the directory of
+per-release trees named by `te_cxx` or `TE_ATTN_GUARDS_TE_CXX`, else the release's compiled
+library); elsewhere it is an assumption, and `fused_assumption` says so in one sentence every
+result carries.
 """
 
 from __future__ import annotations
@@ -37,12 +38,13 @@ from selector_patch.harness.calling import call_selector, input_names
 from selector_patch.harness.compiled import compiled, parsed
 from selector_patch.harness.device import Machine, MetadataView, TorchView, VirtualDevice
 from selector_patch.harness.extension import (
-    ASSUMED_BACKEND,
     extension_module,
     member_name,
     returns_reject_message,
 )
 from selector_patch.harness.failures import LoadError, SelectionError, describe, located
+from selector_patch.harness.config_fields import VERDICT_ASSUMED
+from selector_patch.harness.fused_sources import fused_query, verdicts_note
 from selector_patch.harness.imports import (
     EXTENSION,
     TE_PACKAGE,
@@ -62,8 +64,6 @@ from selector_patch.harness.wiring import Wiring, find_wiring
 from selector_patch.roles import ROLES
 from selector_patch.scenario import Scenario
 from selector_patch.sources import SelectorSource, SourceError, resolve
-from selector_patch.te_cxx import CxxError, configured_trees, locate
-from selector_patch.te_cxx.query import FusedQuery, load
 
 SELECTOR = "get_attention_backend"
 #: TE computes its log level at import from these; the harness always wants the debug lines.
@@ -79,41 +79,30 @@ class _Import:
         self.state = ModuleState(module, module.__dict__[SELECTOR], wire)
 
 
-def _fused_query(source: SelectorSource, te_cxx: Path | str | None) -> FusedQuery | None:
-    """TE's compiled query for `source`, or None where no C++ is at hand."""
-    try:
-        tree = locate(source.root, source.te_version, configured_trees(te_cxx))
-        return load(tree) if tree is not None else None
-    except CxxError as error:
-        where, _, cause = str(error).partition(": ")
-        raise LoadError(where, cause) from None
-
-
 class LoadedSelector:
     """A selector module loaded on the virtual device.
 
-    `te_cxx` names the directory of per-release C++ trees (see `selector_patch.te_cxx.locate`).
+    `te_cxx` names the directory of per-release C++ trees (see `selector_patch.te_cxx.locate`);
+    `query` is TE's fused query to use instead (the verdict recorder's, on a real GPU).
     """
 
-    def __init__(self, source: SelectorSource, text: str, te_cxx: Path | str | None = None) -> None:
+    def __init__(
+        self, source: SelectorSource, text: str, te_cxx: Path | str | None = None, query=None
+    ) -> None:
         self.source = source
         self.path = source.path
         self.te_version = source.te_version
         self.text = text
-        self._query = _fused_query(source, te_cxx)
-        #: "fused answer assumed: ... (no TE C++ for 2.20.2)", or None where TE's C++ answers.
-        self.fused_assumption = (
-            None
-            if self._query is not None
-            else f"fused answer assumed: {ASSUMED_BACKEND}"
-            f" (no TE C++ for {source.te_version or self.path})"
-        )
         try:
             tree = parsed(text, str(self.path))
         except SyntaxError as error:
             raise LoadError(
                 self.path, f"syntax error on line {error.lineno}: {error.msg}"
             ) from None
+        two_results = returns_reject_message(tree)
+        self._query, self._assumption = (
+            (query, None) if query is not None else fused_query(source, te_cxx, two_results)
+        )
         self._code = compiled(text, str(self.path))
         self._layout = return_layout(tree, SELECTOR)
         self._package = dotted_name(source.position, source.root).rpartition(".")[0]
@@ -144,7 +133,7 @@ class LoadedSelector:
                     self._device,
                     self._query,
                     self._sink.print,
-                    with_reject_message=returns_reject_message(tree),
+                    with_reject_message=two_results,
                 ),
                 TE_PACKAGE: OpaqueModule(
                     TE_PACKAGE, {**answers, "__version__": self.te_version or "0+unknown"}
@@ -218,6 +207,20 @@ class LoadedSelector:
             raise SelectionError(
                 located(self.path, error), f"{SELECTOR} raised {describe(error)} (on {machine})"
             ) from error
+
+    @property
+    def fused_assumption(self) -> str | None:
+        """"fused answer assumed: ... (no TE C++ for 2.20.2)"; with TE 2.20+'s compiled query,
+        what was assumed of cuDNN's own check and how often; None where TE's query answered
+        everything."""
+        return self._assumption or verdicts_note(self._query)
+
+    def assumption_of(self, selection: Selection) -> str | None:
+        """What one selection's answer rests on: the release-wide assumption, else cuDNN's
+        verdict where this very request reached cuDNN's check (its log line says so)."""
+        if self._assumption is not None:
+            return self._assumption
+        return next((line for line in selection.log if line.startswith(VERDICT_ASSUMED)), None)
 
     def _import_on(self, machine: Machine) -> _Import:
         """The module as imported on `machine`, executing it on first use."""

@@ -45,26 +45,53 @@ def compiler() -> tuple[str, str]:
 
 def library(unit: TranslationUnit) -> Path:
     """The compiled library of `unit`, compiled now unless the cache has it."""
+    return shared_library(unit.text, unit.entry_file, "query", "as TE's query")
+
+
+def shared_library(
+    text: str,
+    where: object,
+    name: str,
+    role: str,
+    flags: tuple[str, ...] = (),
+    files: tuple[tuple[str, str], ...] = (),
+) -> Path:
+    """`text` compiled into a shared library named `name-<hash>.so`, unless the cache has it.
+
+    `files` are `(name, text)` written beside the source (a linker version script); `{dir}` in
+    `flags` is the directory they are in. A failure is a `CxxError` naming `where` and saying
+    the library does not compile `role`.
+    """
     path, version = compiler()
-    key = hashlib.sha256("\0".join((unit.text, version, *FLAGS)).encode()).hexdigest()[:24]
-    built = cache_dir() / "te-cxx" / f"query-{key}.so"
+    key = hashlib.sha256(
+        "\0".join((text, version, *FLAGS, *flags, *(part for file in files for part in file)))
+        .encode()
+    ).hexdigest()[:24]
+    built = cache_dir() / "te-cxx" / f"{name}-{key}.so"
     if built.is_file():
         return built
     built.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="te-cxx-", dir=built.parent) as scratch:
-        source = Path(scratch) / "query.cpp"
-        source.write_text(unit.text, encoding="utf-8")
+        source = Path(scratch) / "unit.cpp"
+        source.write_text(text, encoding="utf-8")
+        for file_name, file_text in files:
+            (Path(scratch) / file_name).write_text(file_text, encoding="utf-8")
         output = Path(scratch) / built.name
         result = subprocess.run(
-            [path, *FLAGS, "-o", str(output), str(source)],
+            [
+                path,
+                *FLAGS,
+                *(flag.replace("{dir}", scratch) for flag in flags),
+                "-o",
+                str(output),
+                str(source),
+            ],
             capture_output=True,
             text=True,
             check=False,
         )
         if result.returncode != 0:
-            raise CxxError(
-                unit.entry_file, f"does not compile as TE's query: {_first_error(result.stderr)}"
-            )
+            raise CxxError(where, f"does not compile {role}: {_first_error(result.stderr)}")
         os.replace(output, built)
     return built
 

@@ -6,9 +6,10 @@ version in a directory laid out like `../shared/te-cxx` (`<version>/transformer_
 ...`, one tree per release). That directory is named, most specific first, by the caller
 (`--te-cxx DIR` on the command lines, the `te_cxx` ini key of the pytest plugin), by the
 environment variable `TE_ATTN_GUARDS_TE_CXX`, or by `te-cxx` in the `[tool.te-attn-guards]`
-table of the working directory's `pyproject.toml` (relative to that file). A release the
-directory lacks has no C++ at hand: its fused answer is then an assumption the results state.
-A directory that is named but does not exist is an error, not an assumption.
+table of the working directory's `pyproject.toml` (relative to that file). For a release the
+directory lacks, no C++ is at hand: the release's compiled library answers instead
+(`selector_patch.te_lib`), or, failing that, an assumption the results state. A directory that
+is named but does not exist is an error, not an assumption.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@
 // for the call's log. `translation_unit.py` redirects TE's `std::getenv`, `std::cout` and
 // `std::cerr` to `te_attn_guards::environment` and `te_attn_guards::log`.
 
+// `machine.h` comes first: the machine a call passes.
+
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -32,16 +34,6 @@
 #include <vector>
 
 namespace te_attn_guards {
-
-//! Copies the value of `name` into `buffer` (at most `size` bytes); returns its length, or -1
-//! when the variable is unset.
-using EnvironmentLookup = long (*)(const char *name, char *buffer, std::size_t size);
-
-struct Machine {
-  int sm_arch;
-  std::size_t cudnn_version;
-  EnvironmentLookup environment_lookup;
-};
 
 thread_local const Machine *machine = nullptr;
 thread_local std::ostringstream log;

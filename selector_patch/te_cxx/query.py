@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from selector_patch.te_cxx.compiler import library
-from selector_patch.te_cxx.translation_unit import Parameter, TranslationUnit, build
+from selector_patch.te_cxx.translation_unit import Parameter, build
 
 #: The C type of each parameter type the trampoline declares (enums travel as `long long`).
 C_TYPES = {
@@ -59,11 +59,10 @@ def _c_type(parameter: Parameter):
 
 
 class FusedQuery:
-    """One tree's `get_fused_attn_backend`, compiled."""
+    """One `get_fused_attn_backend`, compiled: the trampoline at `path` taking `parameters`."""
 
-    def __init__(self, unit: TranslationUnit, path: Path) -> None:
-        self.unit = unit
-        self.parameters = unit.parameters
+    def __init__(self, parameters: Sequence[Parameter], path: Path) -> None:
+        self.parameters = tuple(parameters)
         self._callbacks: dict[Callable, object] = {}
         self._local = threading.local()
         compiled = ctypes.CDLL(str(path))
@@ -71,7 +70,7 @@ class FusedQuery:
         self._query.restype = ctypes.c_int
         self._query.argtypes = [
             ctypes.POINTER(_Machine),
-            *map(_c_type, unit.parameters),
+            *map(_c_type, self.parameters),
             ctypes.POINTER(ctypes.c_longlong),
             ctypes.c_char_p,
             ctypes.c_size_t,
@@ -142,4 +141,4 @@ def load(root: Path) -> FusedQuery:
     """The compiled query of the tree at `root` (the directory holding `transformer_engine/`),
     built and compiled on first use in this process; a `CxxError` when it cannot be run."""
     unit = build(root)
-    return FusedQuery(unit, library(unit))
+    return FusedQuery(unit.parameters, library(unit))

@@ -62,6 +62,8 @@ REDIRECTED = {
 }
 _REDIRECTED_PATTERN = re.compile(rf"(?<![\w:])(?:::)?std::({'|'.join(REDIRECTED)})\b")
 _WORD = re.compile(r"[A-Za-z_]\w*")
+#: How the trampoline hands the call's machine to the prelude's answers.
+SOURCE_PROLOGUE = "te_attn_guards::machine = machine;"
 #: TE's `getenv<T>` defined over the call's environment, for trees that only declare it.
 GETENV = "getenv"
 #: C++ scalar parameter types and how the harness passes them (`query.py` reads the kind).
@@ -105,10 +107,10 @@ def build(root: Path) -> TranslationUnit:
     entry = _entry(found, root)
     reached = _reached(found, entry)
     enums = [d for d in found.enums() if d.file in PUBLIC_HEADERS or d in reached]
-    parameters = _parameters(entry, found, root)
+    parameters = parameters_of(entry, found, root)
     parts = [
         f"// TE's fused-attention query from {root}, as te-attn-guards compiles it.",
-        resources.files("selector_patch.te_cxx").joinpath("prelude.h").read_text(),
+        *map(header, ("machine.h", "prelude.h")),
         *(
             _redirected(text(d.node))
             for d in _first_per_name(d for d in reached if d.kind == "macro")
@@ -117,11 +119,11 @@ def build(root: Path) -> TranslationUnit:
     if not any(d.kind == "function" and d.name == GETENV for d in reached) and any(
         GETENV in _names(d) for d in reached
     ):
-        parts.append(resources.files("selector_patch.te_cxx").joinpath("getenv.h").read_text())
-    parts += [_in_namespaces(d) for d in enums]
-    parts += [_in_namespaces(d) for d in reached if d.kind == "function"]
-    parts.append(_trampoline(entry, parameters))
-    parts.append(_enum_table(enums))
+        parts.append(header("getenv.h"))
+    parts += [in_namespaces(d) for d in enums]
+    parts += [in_namespaces(d) for d in reached if d.kind == "function"]
+    parts.append(trampoline(entry.qualified, parameters, SOURCE_PROLOGUE))
+    parts.append(enum_table(enums))
     return TranslationUnit(
         "\n\n".join(parts) + "\n",
         root / entry.file,
@@ -129,6 +131,11 @@ def build(root: Path) -> TranslationUnit:
         parameters,
         tuple(d.qualified for d in enums),
     )
+
+
+def header(name: str) -> str:
+    """The text of one of this package's C++ headers."""
+    return resources.files("selector_patch.te_cxx").joinpath(name).read_text()
 
 
 def _entry(found: Index, root: Path) -> Definition:
@@ -184,7 +191,7 @@ def _redirected(source: str) -> str:
     return _REDIRECTED_PATTERN.sub(lambda match: REDIRECTED[match.group(1)], source)
 
 
-def _in_namespaces(definition: Definition) -> str:
+def in_namespaces(definition: Definition) -> str:
     body = _redirected(text(definition.node))
     if definition.node.type == "enum_specifier":  # `enum X { ... };` whose `;` stands beside it
         body += ";"
@@ -193,7 +200,7 @@ def _in_namespaces(definition: Definition) -> str:
     return body
 
 
-def _parameters(entry: Definition, found: Index, root: Path) -> tuple[Parameter, ...]:
+def parameters_of(entry: Definition, found: Index, root: Path) -> tuple[Parameter, ...]:
     declarator = next(n for n in walk(entry.node) if n.type == "function_declarator")
     parameters = []
     for node in declarator.child_by_field_name("parameters").named_children:
@@ -221,7 +228,10 @@ def _parameters(entry: Definition, found: Index, root: Path) -> tuple[Parameter,
     return tuple(parameters)
 
 
-def _trampoline(entry: Definition, parameters: tuple[Parameter, ...]) -> str:
+def trampoline(entry: str, parameters: tuple[Parameter, ...], prologue: str) -> str:
+    """`te_attn_guards_query`: sets up the call's machine with `prologue`, calls `entry` with the
+    converted arguments, and hands back its answer, what it printed and what it threw (a C++
+    exception never crosses into the caller)."""
     declared = "".join(
         f", {'long long' if p.kind == 'enum' else p.type} {p.name}" for p in parameters
     )
@@ -232,12 +242,12 @@ def _trampoline(entry: Definition, parameters: tuple[Parameter, ...]) -> str:
 extern "C" int te_attn_guards_query(const te_attn_guards::Machine *machine{declared},
                                     long long *backend, char *log, std::size_t log_size,
                                     char *error, std::size_t error_size) {{
-  te_attn_guards::machine = machine;
+  {prologue}
   te_attn_guards::log.str("");
   te_attn_guards::log.clear();
   int status = 0;
   try {{
-    *backend = static_cast<long long>(::{entry.qualified}({passed}));
+    *backend = static_cast<long long>(::{entry}({passed}));
   }} catch (const std::exception &failure) {{
     status = 1;
     std::snprintf(error, error_size, "%s", failure.what());
@@ -247,7 +257,7 @@ extern "C" int te_attn_guards_query(const te_attn_guards::Machine *machine{decla
 }}"""
 
 
-def _enum_table(enums: list[Definition]) -> str:
+def enum_table(enums: list[Definition]) -> str:
     rows = "\n".join(
         f'  table << "{d.name} {member} " << static_cast<long long>({d.qualified}::{member})'
         ' << "\\n";'

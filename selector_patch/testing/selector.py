@@ -149,7 +149,7 @@ class SelectorUnderTest:
             cause = str(error)
         else:
             return BackendChoice(
-                selection, scenario, params, self.te_version, self.loaded.fused_assumption
+                selection, scenario, params, self.te_version, self.loaded.assumption_of(selection)
             )
         pytest.fail(cause, pytrace=False)
 

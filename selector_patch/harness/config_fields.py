@@ -1,0 +1,76 @@
+"""TE 2.20+'s `FusedAttentionParams` as the compiled v2 query takes it, and cuDNN's assumed verdict.
+
+TE's Python side builds a `FusedAttentionParams` dataclass and passes it whole; the wrapper
+sets each field as the attribute of the same name on an `NVTEFusedAttnConfig`
+(`is_training` is `kNVTEFusedAttnConfigIsTraining`, `qkv_dtype` `kNVTEFusedAttnConfigQKVDtype`:
+the same words, in snake case). `config_fields` turns the instance into `(attribute value,
+is real, value)` per field, values as pybind11 converts them (enum members and TE's `DType` to
+their integers), the attributes valued by the release's own header. A field no attribute
+names is refused, as the wrapper would refuse it.
+
+Where TE's own rules admit a request, the query asks cuDNN's graph support check, which only a
+GPU's cuDNN can answer. There the verdict is assumed, "supported", and the backend is the one
+TE checks that dtype with: FP8 for an FP8 `qkv_dtype`, else F16_arbitrary_seqlen; the
+selection's log says so (`VERDICT_ASSUMED`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import Mapping
+
+from selector_patch.harness.opaque import OpaqueDecision, is_opaque
+
+ATTRIBUTES = "NVTEFusedAttnConfigAttribute"
+PREFIX = "kNVTEFusedAttnConfig"
+VERDICT_ASSUMED = "cuDNN's support verdict assumed"
+FP8_DTYPES = ("kFloat8E4M3", "kFloat8E5M2")
+
+
+def _key(name: str) -> str:
+    return name.replace("_", "").lower()
+
+
+def config_fields(
+    enums: Mapping[str, Mapping[str, int]], args: tuple, kwargs: dict
+) -> list[tuple[int, bool, float]]:
+    """The one `FusedAttentionParams` argument as the query's attribute settings."""
+    if kwargs or len(args) != 1 or not dataclasses.is_dataclass(args[0]):
+        raise TypeError("get_fused_attn_backend(): takes one FusedAttentionParams")
+    attributes = {
+        _key(name.removeprefix(PREFIX)): value
+        for name, value in enums[ATTRIBUTES].items()
+        if name.startswith(PREFIX)
+    }
+    fields = []
+    for field in dataclasses.fields(args[0]):
+        value = getattr(args[0], field.name)
+        attribute = attributes.get(_key(field.name))
+        if attribute is None:
+            raise TypeError(f"FusedAttentionParams.{field.name}: no configuration attribute")
+        if is_opaque(value):
+            raise OpaqueDecision(
+                f"FusedAttentionParams.{field.name} would be {value.__qualname__}, which has no"
+                " answer"
+            )
+        if isinstance(value, float):
+            fields.append((attribute, True, value))
+            continue
+        try:
+            fields.append((attribute, False, operator.index(value)))
+        except TypeError:
+            raise TypeError(
+                f"FusedAttentionParams.{field.name}: {value!r} is neither a number nor an enum"
+            ) from None
+    return fields
+
+
+def assumed_verdict(
+    enums: Mapping[str, Mapping[str, int]], fields: list[tuple[int, bool, float]]
+) -> str:
+    """The backend assumed where cuDNN's check was reached: by the request's `qkv_dtype`."""
+    qkv_dtype = enums[ATTRIBUTES][f"{PREFIX}QKVDtype"]
+    fp8 = {enums["DType"][name] for name in FP8_DTYPES if name in enums["DType"]}
+    dtype = next(value for attribute, _, value in fields if attribute == qkv_dtype)
+    return "FP8" if dtype in fp8 else "F16_arbitrary_seqlen"

@@ -1,0 +1,97 @@
+"""TE 2.20.2's compiled v2 query: TE's rules answer, cuDNN's own check alone is assumed.
+
+The suite fetches no library of 2.20.2 (conftest's `LIBRARY_RELEASES`: two wheels at most), so
+this module runs where one is already in the cache (`python -m selector_patch verify 2.20.2`
+with no trees fetches it, about 280 MB) and is skipped, saying so, elsewhere. It never fetches.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fidelity_grid import requests
+from selector_patch import te_lib
+from selector_patch.te_lib import verdicts
+from selector_patch.harness import Unrepresentable, load_selector
+from selector_patch.harness.config_fields import VERDICT_ASSUMED
+from selector_patch.scenario import Scenario
+from selector_patch.sources import cache_dir
+from selector_patch.te_cxx import TE_CXX_VARIABLE
+from selector_patch.testing.inputs import SCENARIO_FIELDS, request_of
+
+VERSION = "2.20.2"
+
+
+@pytest.fixture
+def v2(release, monkeypatch, tmp_path):
+    if not (cache_dir() / "libraries" / VERSION).is_dir():
+        pytest.skip(f"no compiled library of TE {VERSION} in the cache (the suite fetches none)")
+    monkeypatch.delenv(TE_CXX_VARIABLE, raising=False)
+    monkeypatch.setenv(te_lib.LIBRARIES_VARIABLE, VERSION)
+    monkeypatch.setenv(te_lib.OFFLINE_VARIABLE, "1")
+    monkeypatch.chdir(tmp_path)
+    return load_selector(release(VERSION))
+
+
+def _verdicts(selection) -> list[str]:
+    return [line for line in selection.log if line.startswith(VERDICT_ASSUMED)]
+
+
+def test_tes_own_rules_reject_with_tes_message_and_assume_nothing(v2):
+    keywords = dict(compute_capability=(8, 9), attention_dropout=0.1, max_seqlen_kv=2048)
+    selection = v2.select(
+        *request_of({**keywords, "attn_mask_type": "causal_bottom_right"}, v2.params_fields)
+    )
+    assert selection.role != "FUSED" and not _verdicts(selection)
+    assert v2.assumption_of(selection) is None
+    assert (
+        "Disabling FusedAttention: Bottom right causal mask is only supported with is_bias=False,"
+        " is_alibi=False, is_dropout=False." in selection.log
+    ), selection.log
+
+
+def test_below_cudnn_9_12_tes_query_throws_as_it_does_on_a_gpu(v2):
+    with pytest.raises(Exception, match="requires cuDNN 9.12.0 or later"):
+        v2.select(Scenario(compute_capability=(9, 0), cudnn_version=(9, 10, 0)))
+
+
+def test_only_requests_reaching_cudnns_check_carry_the_assumption_and_are_counted(v2):
+    query = v2._query
+    reached = rejected = 0
+    for keywords in requests(1):
+        if any(k not in SCENARIO_FIELDS and k not in v2.params_fields for k in keywords):
+            continue
+        scenario, params = request_of(keywords, v2.params_fields)
+        before = query.asked_cudnn
+        try:
+            selection = v2.select(scenario, params)
+        except Unrepresentable:
+            continue
+        except Exception as error:  # TE's own query throws below cuDNN 9.12: TE's behaviour
+            assert "requires cuDNN 9.12.0 or later" in str(error), error
+            continue
+        asked = query.asked_cudnn - before
+        assert len(_verdicts(selection)) == asked, (keywords, selection.log)
+        assert (v2.assumption_of(selection) is not None) == bool(asked)
+        reached += bool(asked)
+        rejected += not asked
+    assert reached and rejected, (reached, rejected)
+    assert f"for the {query.asked_cudnn} request(s)" in v2.fused_assumption
+
+
+def test_a_recorded_verdict_answers_instead_of_the_assumption(v2, release, monkeypatch, tmp_path):
+    """A file of verdicts (as `te_lib.record` writes on a GPU) holding this request's fields:
+    its answer is TE's, with its message, and nothing is assumed. Here the file says cuDNN
+    refused, the opposite of the assumption, so the selection must change."""
+    scenario = Scenario(compute_capability=(9, 0))
+    assumed = v2.select(scenario)
+    assert assumed.role == "FUSED" and _verdicts(assumed)
+    request = v2._query.last_request
+    assert request[:2] == (90, 91801)
+    refused = "cuDNN refused this graph (as recorded)"
+    path = tmp_path / "verdicts.json"
+    verdicts.write(path, VERSION, {request: (-1, refused)})
+    monkeypatch.setenv(te_lib.VERDICTS_VARIABLE, str(path))
+    recorded = load_selector(release(VERSION)).select(scenario)
+    assert recorded.role != "FUSED" and not _verdicts(recorded)
+    assert f"Disabling FusedAttention: {refused}" in recorded.log, recorded.log
