@@ -1,12 +1,14 @@
 """What `codemods.apply` costs, against libcst parsing and regenerating the same file, in one run.
 
-    python bench/codemod.py [SOURCE] [--repeat N] [--no-sweep]
+    python bench/codemod.py [SOURCE] [--repeat N] [--no-sweep] [--te-fixes]
 
 Baseline: `libcst.parse_module(text).code` on the selector (what any libcst codemod pays at
 least). Measured: the command's whole work on that file short of the disk write, i.e. planning
 (analysis of every hazard), the libcst transform and the self-check of the result
 (`run_one(..., "diff")`). Target: at most 2x the baseline. Then the 29-release sweep: every
-corpus release through the same path, total wall time. Medians of `--repeat` runs.
+corpus release through the same path, total wall time. Medians of `--repeat` runs. With
+`--te-fixes` the command is also timed guarding TE's own later fixes (`codemods.apply
+--te-fixes`), in the same run as the baseline.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 import libcst as cst
 
 from codemods.apply import run_one
-from selector_patch.config import Config
+from selector_patch.config import Config, with_te_fixes
 from selector_patch.sources import CORPUS_RELEASES, read_text, resolve
 from timing import median_seconds  # bench/timing.py, beside this script
 
@@ -27,6 +29,7 @@ def main() -> None:
     parser.add_argument("source", nargs="?", default="2.20.2")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-sweep", action="store_true")
+    parser.add_argument("--te-fixes", action="store_true", help="also with TE's own fixes")
     args = parser.parse_args()
 
     source = resolve(args.source)
@@ -39,6 +42,11 @@ def main() -> None:
     print(f"  libcst parse + codegen (baseline): {baseline * 1000:8.1f} ms")
     print(f"  codemods.apply (plan, transform, self-check): {command * 1000:8.1f} ms")
     print(f"  ratio: {command / baseline:.2f}x (target <= 2x)")
+    if args.te_fixes:
+        fixes = Config()._replace(hazards=with_te_fixes(Config()))
+        guarded = median_seconds(lambda: run_one(source, fixes, "diff"), args.repeat)
+        print(f"  codemods.apply --te-fixes: {guarded * 1000:8.1f} ms")
+        print(f"  ratio: {guarded / baseline:.2f}x (target <= 2x)")
 
     if not args.no_sweep:
         sources = [resolve(version) for version in CORPUS_RELEASES]
