@@ -75,12 +75,6 @@ def hazard_rule(hazard: Hazard) -> Rule:
 def _te_fix_rule(hazard: Hazard, fix: TeFix, archs: str, triggers: str) -> Rule:
     """A TE fix's rule: TE's own words and commit are the evidence; flake8 reports it where
     `te-fixes = true`, `codemods.apply --te-fixes` inserts the guard."""
-    fixed = (
-        f"TE fixed it in #{fix.pr} ({fix.commit}), first in {fix.te_fixed_in}, in"
-        f" {'its selector' if fix.layer == 'python' else 'its C++ fused-attention query'}"
-        if fix.te_fixed_in
-        else f"No TE release filters it: {fix.reference}"
-    )
     return Rule(
         code=hazard.id,
         name=hazard.title,
@@ -92,7 +86,7 @@ def _te_fix_rule(hazard: Hazard, fix: TeFix, archs: str, triggers: str) -> Rule:
             " set in `[tool.te-attn-guards]`."
         ),
         why=(
-            f'{fixed}: "{fix.failure}" ({fix.file}). Every earlier release, and every fork'
+            f'{fix.cites()}: "{fix.failure}" ({fix.file}). Every earlier release, and every fork'
             f" of one, still selects it; TE {fix.te_last_lacking} does, with its own C++."
         ),
         fix=(

@@ -40,7 +40,6 @@ from lint_plugin.engine.absint import (
     with_truth,
 )
 from lint_plugin.engine.delegation import delegates
-from lint_plugin.engine.te_release import filtered_in_cxx, unseen_inputs
 from lint_plugin.engine.dialect import (
     BACKWARD_FIELD,
     COMPUTE_CAPABILITY_QUERY,
@@ -67,6 +66,7 @@ from lint_plugin.engine.predicates import module_functions
 from lint_plugin.engine.program import Program, function_index
 from lint_plugin.engine.settled import Settled
 from lint_plugin.engine.slicing import Slice
+from lint_plugin.engine.te_release import filtered_in_cxx, unseen_inputs
 from selector_patch.records import TupleRecord
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
 from selector_patch.roles import FLASH_FALLBACK

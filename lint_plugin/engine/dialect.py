@@ -348,9 +348,9 @@ class Dialect:
             if self.head_dim_fields == ("head_dim",):
                 return {"head_dim": scenario.padded_head_dim}
             return {"head_dim_qk": scenario.head_dim_qk, "head_dim_v": scenario.head_dim_v}
-        field = self._scalar_inputs.get(name)
         if name == "bhss":
-            return {field: getattr(scenario, field) for field in BHSS_FIELDS}
+            return {factor: getattr(scenario, factor) for factor in BHSS_FIELDS}
+        field = self._scalar_inputs.get(name)
         if name == "kv_cache" and field in self.param_fields:
             return {field: KV_CACHE if scenario.kv_cache is not None else None}
         if name == "sliding_window" and field in self.param_fields:

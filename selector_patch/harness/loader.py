@@ -210,7 +210,7 @@ class LoadedSelector:
 
     @property
     def fused_assumption(self) -> str | None:
-        """"fused answer assumed: ... (no TE C++ for 2.20.2)"; with TE 2.20+'s compiled query,
+        """ "fused answer assumed: ... (no TE C++ for 2.20.2)"; with TE 2.20+'s compiled query,
         what was assumed of cuDNN's own check and how often; None where TE's query answered
         everything."""
         return self._assumption or verdicts_note(self._query)

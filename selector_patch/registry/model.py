@@ -132,7 +132,7 @@ class TeFix(Record):
     fused-attention query, because it failed (NaN, an illegal memory access, wrong results, a
     backward that is not deterministic under a determinism request, a graph cuDNN refuses).
 
-    Every release before `fixed_in`, and every fork of one, still has the hazard. There is no
+    Every release before `te_fixed_in`, and every fork of one, still has the hazard. There is no
     kernel package whose version could clear it: cuDNN's own ranges are triggers of the hazard
     (`cudnn_version`), so the kernel-side questions (`affects`, `fixed_in`) answer "always
     affected" and "never fixed by a package", which is what every consumer of `Evidence` needs.
@@ -174,7 +174,7 @@ class TeFix(Record):
 
     @property
     def affected(self) -> str:
-        return f"TE < {self.te_fixed_in}"
+        return f"TE < {self.te_fixed_in}" if self.te_fixed_in else "every TE release"
 
     def affects(self, version: str) -> bool:
         return True
@@ -188,11 +188,11 @@ class TeFix(Record):
         return self.te_fixed_in if self.layer == "c++" else self.cxx_from
 
     def cites(self) -> str:
-        """The fix as a rule page and a report cite it."""
-        return (
-            f"TE #{self.pr} ({self.commit[:9]}), first in TE {self.te_fixed_in}"
-            f" ({'the selector' if self.layer == 'python' else 'its C++ fused-attention query'})"
-        )
+        """The fix as a rule and its page cite it."""
+        where = "its selector" if self.layer == "python" else "its C++ fused-attention query"
+        if not self.te_fixed_in:
+            return f"No TE release filters it: {self.reference}"
+        return f"TE fixed it in #{self.pr} ({self.commit}), first in {self.te_fixed_in}, in {where}"
 
 
 class Control(TupleRecord):
@@ -391,8 +391,8 @@ def _hazard_from_mapping(data: Mapping[str, Any], where: str) -> Hazard:
     if not re.fullmatch(HAZARD_ID, hazard_id):
         raise ValueError(f"{where}.id: {hazard_id!r} must look like TEA0NN (a flake8 code)")
     backend = _require(data, "backend", str, where)
-    if backend not in PACKAGE_FIELD:
-        raise ValueError(f"{where}.backend: {backend!r} is not one of {sorted(PACKAGE_FIELD)}")
+    if backend not in ISOLATING_ENV:
+        raise ValueError(f"{where}.backend: {backend!r} is not one of {sorted(ISOLATING_ENV)}")
     section = _require(data, "section", str, where)
     if section not in SECTIONS:
         raise ValueError(f"{where}.section: {section!r} is not one of {list(SECTIONS)}")
@@ -411,8 +411,11 @@ def _hazard_from_mapping(data: Mapping[str, Any], where: str) -> Hazard:
             raise ValueError(f"{at}: {error}") from None
     evidence_data = dict(_require(data, "evidence", dict, where))
     try:
-        spellings = tuple(Spelling(**s) for s in evidence_data.pop("spellings", ()))
-        evidence = Evidence(**evidence_data, spellings=spellings)
+        if "pr" in evidence_data:  # TE's own fix: its PR, commit and releases
+            evidence = TeFix(**evidence_data)
+        else:
+            spellings = tuple(Spelling(**s) for s in evidence_data.pop("spellings", ()))
+            evidence = Evidence(**evidence_data, spellings=spellings)
     except TypeError as error:
         raise ValueError(f"{where}.evidence: {error}") from None
     controls = tuple(

@@ -64,8 +64,9 @@ def shared_library(
     """
     path, version = compiler()
     key = hashlib.sha256(
-        "\0".join((text, version, *FLAGS, *flags, *(part for file in files for part in file)))
-        .encode()
+        "\0".join(
+            (text, version, *FLAGS, *flags, *(part for file in files for part in file))
+        ).encode()
     ).hexdigest()[:24]
     built = cache_dir() / "te-cxx" / f"{name}-{key}.so"
     if built.is_file():
