@@ -701,6 +701,47 @@ FUSED_DETERMINISTIC_THD_WORKSPACE_SM90 = Hazard(
     te_releases="every release with deterministic THD fused attention on sm90 before 2.19",
 )
 
+FA4_SM100_HD256_SLIDING_WINDOW = Hazard(
+    id="TEA073",
+    backend="FA4",
+    title="FlashAttention 4 chosen for head dim 256 with a sliding window on SM 10.x / 11.0",
+    architectures=SM10X_SM11X,
+    triggers=(
+        Condition("head_dim_qk", "==", 256),
+        Condition("head_dim_v", "==", 256),
+        Condition("sliding_window", "==", True),
+    ),
+    message=(
+        "Disabling FlashAttention 4 as SM100 head_dim=256 does not support sliding-window/local"
+        " attention yet."
+    ),
+    section="compute_capability",
+    evidence=TeFix(
+        commit="bffde8f4a",
+        pr=3056,
+        te_fixed_in="2.18.0",
+        layer="python",
+        failure=(
+            "Disabling FlashAttention 4 as SM100 head_dim=256 does not support"
+            " sliding-window/local attention yet."
+        ),
+        te_last_lacking="2.17.1",
+        reference=(
+            "came inside [JAX] [PyT] [Common] Enable D=256 BWD cuDNN fused attn for Blackwell CC"
+            " 10.x (f61ef61d7, Disable FA4 D256 SWA on SM100)"
+        ),
+        package="flash-attn-4",
+    ),
+    kernel_version="4.0.0b24",
+    witness_shapes=({"head_dim_qk": 256, "head_dim_v": 256, "window_size": (128, 0)},),
+    controls=(
+        Control("no sliding window", {"window_size": None}),
+        Control("head dim 128", {"head_dim_qk": 128, "head_dim_v": 128}),
+        Control("sm90", {"compute_capability": (9, 0)}),
+    ),
+    te_releases="2.15 - 2.17",
+)
+
 TE_FIXES: tuple[Hazard, ...] = (
     FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN,
     FUSED_CUDNN_9_10_F16,
@@ -725,4 +766,5 @@ TE_FIXES: tuple[Hazard, ...] = (
     FUSED_MAX_LOGIT_OLD_CUDNN,
     FUSED_CUDNN_9_10_0_FP8,
     FUSED_DETERMINISTIC_THD_WORKSPACE_SM90,
+    FA4_SM100_HD256_SLIDING_WINDOW,
 )
