@@ -1,12 +1,12 @@
 """A selection diff as one static HTML page, in the selection table's style (`table.page`).
 
-The causes first (each group of regions one TE log line or C++ warning explains, its class
-and reason), then architectures across, regions down: a row is a region's conditions, and each
-architecture the region holds on shows both sides' picks; a cell a hazard names is marked as
-the table marks a hazard cell. Below, each region's witness and both sides' TE log lines. It
-is the table's kind of page (`table.page.document`): the report embedded as JSON and a small inline script that
-builds the page from it, so nothing is fetched and a headless browser can prove the page
-renders. Changed cells carry `class="changed"` and `data-change`; cells a hazard names also
+The causes first (each group of regions one TE log line or C++ warning explains, its class and
+reason), then architectures across, regions down: a row is a region's conditions, and each
+architecture the region holds on shows both sides' picks; a cell a hazard names is marked as the
+table marks a hazard cell. Below, each region's witness and both sides' TE log lines. It is the
+table's kind of page (`table.page.document`): the report embedded as JSON and a small inline
+script that builds the page from it, so nothing is fetched and a headless browser can prove the
+page renders. Changed cells carry `class="changed"` and `data-change`; cells a hazard names also
 `class="hazard"` and `data-hazards`.
 """
 
