@@ -4,8 +4,9 @@ Every region holds requests with one explanation (`causes.explain`; `regions.fin
 of different causes apart), so a cause is the regions whose explanation names it, in the report's
 order: regressions first, then fixes, then policy, the larger first within each. Each cause
 says the line that explains it (its first region's witness's, TE's own words), which side
-logged it, the backend switched off or on, its class and reason (`classify`), and its regions
-by number in the report.
+logged it, the backends switched off or on (one rule stated per FlashAttention version is one
+cause for all of them), its class and reason (`classify`), and its regions by number in the
+report.
 """
 
 from __future__ import annotations
@@ -22,6 +23,13 @@ def explanation_json(explanation: Explanation) -> dict[str, str]:
     return explanation._asdict()
 
 
+def explanation_of(cause: dict[str, Any]) -> Explanation:
+    """A cause's explanation, for the backends of all its regions."""
+    return Explanation(
+        cause["line"], cause["cause"], cause["side"], cause["direction"], cause["backend"]
+    )
+
+
 def group(differences: Sequence[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
     """(the differences in their causes' order, the causes); a difference's `explanation` is
     `explanation_json`'s, and each gains `cause`, its cause's number."""
@@ -31,24 +39,25 @@ def group(differences: Sequence[dict[str, Any]]) -> tuple[list[dict], list[dict]
         explanation = Explanation(**difference["explanation"])
         cause = causes.get(explanation.key)
         if cause is None:
-            verdict = classify(explanation)
             cause = causes[explanation.key] = {
                 "cause": explanation.key,
                 "line": explanation.line,
                 "side": explanation.side,
                 "direction": explanation.direction,
                 "backend": explanation.backend,
-                "class": verdict.kind,
-                "reason": verdict.reason,
                 "hazards": [],
                 "configurations": 0,
             }
             members[explanation.key] = []
         members[explanation.key].append(difference)
         cause["configurations"] += difference["configurations"]
+        if explanation.backend not in cause["backend"].split(", "):
+            cause["backend"] += f", {explanation.backend}"
         for hazard in difference["hazards"]:
             if hazard not in cause["hazards"]:
                 cause["hazards"].append(hazard)
+    for cause in causes.values():
+        cause["class"], cause["reason"] = classify(explanation_of(cause))
     ordered = sorted(
         causes.values(), key=lambda c: (ORDER[c["class"]], -c["configurations"], c["cause"])
     )

@@ -8,7 +8,7 @@
         "architectures": ["sm120"], "conditions": ["training", "deterministic=True"],
         "change": "FlashAttention 4 → FusedAttention", "hazards": ["TEA001"],
         "configurations": 81,
-        "witness": {select() keywords},
+        "witness": {select() keywords}, "position": its place in the grid's order,
         "a": {"backend": ..., "role": ..., "available": [...], "log": [TE's lines]},
         "b": {...},
         "explanation": {"line", "key", "side", "direction", "backend"}, "cause": 1}, ...],
@@ -158,6 +158,7 @@ def _difference(compared: Compared, space: Space, region: Region) -> dict[str, A
         "hazards": list(region.cause[0]),
         "configurations": len(positions),
         "witness": {k: encode(v) for k, v in witness_keywords(grid, witness).items()},
+        "position": region.witness,
         "a": _pick_json(compared.a[region.witness].pick, compared.a[region.witness].log),
         "b": _pick_json(compared.b[region.witness].pick, compared.b[region.witness].log),
         "explanation": explanation_json(

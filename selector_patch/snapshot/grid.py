@@ -412,6 +412,14 @@ class Grid:
             within - offsets[setting],
         )
 
+    def position(self, configuration: Configuration) -> int:
+        """Where `configuration` is in `configurations()`'s order: `at`'s inverse."""
+        offsets, per_mode = self._offsets
+        block = self.architectures.index(configuration.architecture) * len(self.modes)
+        block += self.modes.index(configuration.mode)
+        setting = self.settings().index(configuration.switches)
+        return block * per_mode + offsets[setting] + configuration.row
+
     def keywords(self, configuration: Configuration) -> dict[str, Any]:
         """The request as `select()` keywords: the crossed part, then the row's non-defaults."""
         keywords: dict[str, Any] = {ARCHITECTURE: configuration.architecture}
