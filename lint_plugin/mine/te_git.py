@@ -23,7 +23,12 @@ WATCHED = (
     QUERY_FILE.as_posix(),
 )
 #: What a commit's tree needs to be read as a checkout.
-UNPACKED = ("transformer_engine/pytorch", "transformer_engine/common", CHECKOUT_VERSION_FILE)
+UNPACKED = (
+    "transformer_engine/__init__.py",
+    "transformer_engine/pytorch",
+    "transformer_engine/common",
+    CHECKOUT_VERSION_FILE,
+)
 
 
 def _git(git_dir: str, *args: str) -> str:

@@ -34,11 +34,12 @@ class Version(NamedTuple):
 
 
 def shared_grid(versions: Sequence[Version], te_cxx: str | None) -> "Grid":
-    """The grid every version is asked: the union of all their comparisons."""
+    """The grid every version is asked: the union of all their comparisons, their C++ fused
+    query's included (TE fixed many cases there, on cuDNN versions the Python never names)."""
     from selector_patch.harness import load_selector
     from selector_patch.snapshot import grid_for
 
-    return grid_for([load_selector(v.spec, te_cxx=te_cxx) for v in versions])
+    return grid_for([load_selector(v.spec, te_cxx=te_cxx) for v in versions], cxx=True)
 
 
 _GRID: "Grid | None" = None

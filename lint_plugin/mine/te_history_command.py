@@ -182,13 +182,15 @@ def fork_lacks(
 
 def main(argv: Sequence[str] | None = None) -> int:
     from selector_patch.harness import LoadError
-    from selector_patch.sources import SourceError
+    from selector_patch.sources import SourceError, resolve
     from selector_patch.te_cxx import CxxError, name_trees
 
     args = parse_args(argv)
     try:
         if args.te_cxx is not None:
             name_trees(args.te_cxx)
+        if args.fork is not None:
+            resolve(args.fork)  # a bad fork is said before the history is mined
         if args.te_history_git is not None:
             from lint_plugin.mine.te_git import commits
 

@@ -101,6 +101,8 @@ class LoadedSelector:
         self.te_version = source.te_version
         self.text = text
         self._query = _fused_query(source, te_cxx)
+        #: The C++ fused query's translation unit, where TE's C++ answers (else None).
+        self.fused_query_text = self._query.unit.text if self._query is not None else None
         #: "fused answer assumed: ... (no TE C++ for 2.20.2)", or None where TE's C++ answers.
         self.fused_assumption = (
             None

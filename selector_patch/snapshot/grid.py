@@ -32,6 +32,7 @@ from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
 from selector_patch.roles import ROLES
 from selector_patch.scenario import Scenario
 from selector_patch.snapshot import comparisons as reading
+from selector_patch.snapshot import cxx_comparisons as cxx_reading
 from selector_patch.snapshot.comparisons import Comparison, Expression
 from selector_patch.snapshot.covering import pair_rows, singles_of
 from selector_patch.snapshot.values import (
@@ -126,6 +127,8 @@ class Derivation:
     together: tuple[tuple[tuple[str, str], int], ...] = ()
     #: Per package field, the version the grid's plain call installs (`installed_versions`).
     installed: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: Conjunctions of comparisons that only hold together (`cxx_comparisons.conditions`).
+    conditions: tuple[tuple[Comparison, ...], ...] = ()
 
     def union(self, other: "Derivation") -> "Derivation":
         keys = dict.fromkeys((*self.comparisons, *other.comparisons))
@@ -143,6 +146,7 @@ class Derivation:
             tuple({hazard.id: hazard for hazard in (*other.hazards, *self.hazards)}.values()),
             tuple(sorted({**dict(other.together), **dict(self.together)}.items())),
             {**other.installed, **self.installed},
+            tuple(dict.fromkeys((*self.conditions, *other.conditions))),
         )
 
 
@@ -167,8 +171,11 @@ def _named_inputs(text: str) -> dict[str, str]:
     return named
 
 
-def derive(loaded: "LoadedSelector", hazards: Sequence[Hazard] = HAZARDS) -> Derivation:
-    """Read the loaded selector's comparisons, as `select()` keywords, with their defaults."""
+def derive(
+    loaded: "LoadedSelector", hazards: Sequence[Hazard] = HAZARDS, cxx: bool = False
+) -> Derivation:
+    """Read the loaded selector's comparisons, as `select()` keywords, with their defaults;
+    with `cxx`, also those of the C++ fused query that answers for it (`cxx_comparisons`)."""
     from selector_patch.harness.calling import PARAMS
 
     tree = ast.parse(loaded.text)
@@ -183,6 +190,18 @@ def derive(loaded: "LoadedSelector", hazards: Sequence[Hazard] = HAZARDS) -> Der
         if name in switch_names
     )
     by_keyword: dict[str, list[Comparison]] = {}
+    query = loaded.fused_query_text if cxx else None
+    conditions = []
+    if query is not None:
+        conditions = [
+            atoms
+            for atoms in cxx_reading.conditions(query)
+            if all(keyword_of(atom.input, fields) == atom.input for atom in atoms)
+        ]
+        flags = [a for atoms in conditions for a in atoms if a.input in cxx_reading.FLAGS]
+        found = found._replace(
+            comparisons=[*found.comparisons, *cxx_reading.comparisons(query), *flags]
+        )
     for comparison in found.comparisons:
         keyword = keyword_of(comparison.input, fields)
         if keyword is not None:
@@ -213,6 +232,7 @@ def derive(loaded: "LoadedSelector", hazards: Sequence[Hazard] = HAZARDS) -> Der
         tuple(hazards),
         tuple(sorted(together.items())),
         installed_versions(loaded, packages, by_keyword, hazards),
+        tuple(conditions),
     )
 
 
@@ -596,6 +616,7 @@ def build(derivation: Derivation, factors: Sequence[Factor]) -> Grid:
     singles = singles_of(sizes, spoken)
     rest = [row for row in singles_of(sizes) if row not in singles]
     doubles = pair_rows(sizes, [(positions[a], positions[b]) for (a, b), _ in pairs])
+    joint = [row for row in map(_row_of(kept), derivation.conditions) if row is not None]
     architecture = derivation.comparisons.get(ARCHITECTURE, ())
     return Grid(
         _architectures(architecture, derivation.hazards),
@@ -603,8 +624,47 @@ def build(derivation: Derivation, factors: Sequence[Factor]) -> Grid:
         tuple(MODES),
         derivation.switches,
         kept,
-        tuple(singles + rest + doubles),
+        tuple(dict.fromkeys(singles + rest + doubles + joint)),
         len(singles),
         isolating_settings(derivation.switches),
         pairs,
     )
+
+
+def _row_of(factors: Sequence[Factor]):
+    """A condition's row: each input it compares at the value nearest its default (the default
+    itself first) that every comparison of the condition on that input holds for; None when a
+    value is missing (an input the grid does not vary, or none of its values fits) or the row
+    sets fewer than three inputs (the pairs are rows already)."""
+    index = {factor.keyword: position for position, factor in enumerate(factors)}
+
+    def row(condition: Sequence[Comparison]) -> tuple[int, ...] | None:
+        levels = [0] * len(factors)
+        for keyword in dict.fromkeys(atom.input for atom in condition):
+            if keyword not in index:
+                if keyword == ARCHITECTURE:
+                    continue  # crossed: every row is asked on every architecture
+                return None
+            factor = factors[index[keyword]]
+            atoms = [atom for atom in condition if atom.input == keyword]
+            values = [factor.default, *factor.levels]
+            fits = [i for i, v in enumerate(values) if all(holds(a, v) for a in atoms)]
+            if not fits:
+                return None
+            levels[index[keyword]] = min(fits, key=_nearness(factor, values))
+        return tuple(levels) if sum(1 for level in levels if level) > 2 else None
+
+    return row
+
+
+def _nearness(factor: Factor, values: Sequence[Any]):
+    """How far a value (by index into `values`, the default first) is from the default: by
+    rank for an ordered input, else by index."""
+    if not factor.cuts:
+        return lambda i: i
+    try:
+        ranked = sorted(range(len(values)), key=lambda i: values[i])
+    except TypeError:
+        return lambda i: i
+    rank = {i: r for r, i in enumerate(ranked)}
+    return lambda i: (abs(rank[i] - rank[0]), i)
