@@ -9,6 +9,10 @@ history two more things are known than within one diff:
 - a fix that holds on one architecture of a family and not on the others (sm120 but not sm121,
   sm100 but not sm103 / sm110) *leaves them out* where the newer version still picks, for the
   fix's witness moved to that architecture, the backend the fix switched off.
+
+Where one version's fused answer is TE's C++ and the other's is the harness's assumption (no C++
+tree for 2.6.0, 2.19.0, 2.20.2), a change about FusedAttention may be the assumption's rather
+than TE's: it is classed `assumed`, with the sentence, and is neither a fix nor a regression.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, MutableMapping, Sequence
 
-from selector_patch.selection_diff.classify import FIX, classify
+from selector_patch.selection_diff.classify import FIX, Verdict, classify
 from selector_patch.selection_diff.grouping import explanation_of
 from selector_patch.snapshot.record import sm
 
@@ -30,6 +34,7 @@ FAMILIES: tuple[tuple[tuple[int, int], ...], ...] = (
     ((12, 0), (12, 1)),
 )
 _PR = re.compile(r"\(#(\d+)\)")
+ASSUMED = "assumed"
 
 
 def pull_request(subject: str | None) -> str | None:
@@ -74,6 +79,11 @@ def changes_of(
         differences = [report["differences"][number - 1] for number in cause["regions"]]
         first = differences[0]
         verdict = classify(explanation_of(cause), fixes.get(cause["cause"]))
+        assumption = a.fused_assumption or b.fused_assumption
+        if "FusedAttention" in cause["backend"] and bool(a.fused_assumption) != bool(
+            b.fused_assumption
+        ):
+            verdict = Verdict(ASSUMED, f"one side's {assumption}")
         named = sorted(
             {arch for d in differences for arch in d["architectures"]},
             key=lambda name: int(name[2:]),

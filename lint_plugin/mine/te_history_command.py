@@ -24,7 +24,7 @@ import sys
 import time
 from typing import Any, Sequence
 
-from lint_plugin.mine.te_changes import changes_of
+from lint_plugin.mine.te_changes import ASSUMED, changes_of
 from lint_plugin.mine.te_history import WORKERS, Version, releases, selections, shared_grid
 from selector_patch.selection_diff.classify import FIX, REGRESSION
 from selector_patch.sources import CORPUS_RELEASES
@@ -141,7 +141,8 @@ def to_text(result: dict[str, Any], lacking: list[dict[str, Any]] | None) -> str
     versions = [v["name"] for v in result["versions"]]
     changes = result["changes"]
     counts = {
-        kind: sum(c["class"] == kind for c in changes) for kind in (FIX, REGRESSION, "policy")
+        kind: sum(c["class"] == kind for c in changes)
+        for kind in (FIX, REGRESSION, "policy", ASSUMED)
     }
     lines = [
         f"TE's history over {len(versions)} versions, {versions[0]} - {versions[-1]}:"
