@@ -19,7 +19,9 @@ import subprocess
 import pytest
 
 from lint_plugin.mine.__main__ import main
+from lint_plugin.mine.te_changes import ASSUMED, changes_of
 from lint_plugin.mine.te_git import commits
+from lint_plugin.mine.te_history import Version
 from lint_plugin.mine.te_history_command import (
     EXIT_ERROR,
     BadInput,
@@ -28,7 +30,9 @@ from lint_plugin.mine.te_history_command import (
     release_names,
     report_line,
 )
-from selector_patch.selection_diff.classify import FIX, POLICY
+from selector_patch.selection_diff.classify import FIX, POLICY, REGRESSION
+from selector_patch.snapshot import Grid, Snapshot
+from selector_patch.snapshot.outcome import Outcome, Pick
 from selector_patch.sources import CORPUS_RELEASES
 
 PAIR = ("2.17.1", "2.18.0")
@@ -160,3 +164,53 @@ def test_a_fork_lacks_the_fixes_whose_witness_it_answers_as_before(history, mine
     result, grid = mined
     assert fork_lacks(str(fork), grid, result["changes"], None) == result["changes"]
     assert fork_lacks(str(repo), grid, result["changes"], None) == []
+
+
+def _snapshot(picks, fused_assumption=None) -> Snapshot:
+    """A snapshot on a grid of one request per architecture, sm120 and sm121."""
+    grid = Grid(((12, 0), (12, 1)), (), ("training",), (), (), ((),), 1, ((),))
+    return Snapshot(None, "utils.py", "", fused_assumption, grid, [Outcome(p) for p in picks])
+
+
+def _report(line: str, direction: str, backend: str) -> dict:
+    cause = {
+        "cause": line, "line": line, "side": "b" if direction == "off" else "a",
+        "direction": direction, "backend": backend, "hazards": [], "configurations": 1,
+        "regions": [1],
+    }  # fmt: skip
+    difference = {
+        "region": "sm120: ...", "change": "...", "architectures": ["sm120"],
+        "witness": {"compute_capability": [12, 0]}, "position": 0,
+    }  # fmt: skip
+    return {"causes": [cause], "differences": [difference]}
+
+
+FA4 = Pick("FlashAttention", "FA4", "4.0.0b24")
+UNFUSED = Pick("UnfusedDotProductAttention")
+SM120_FIX = "Disabling FlashAttention 4 for deterministic backward on sm120: not supported"
+
+
+def test_a_fix_for_sm120_alone_leaves_sm121_out_and_reopening_it_is_a_regression() -> None:
+    fixes: dict[str, str] = {}
+    before, fixed = _snapshot([FA4, FA4]), _snapshot([UNFUSED, FA4])
+    (fix,) = changes_of(
+        _report(SM120_FIX, "off", "FlashAttention 4"),
+        Version("1.0", "1.0"), Version("1.1", "1.1"), before, fixed, fixes,
+    )  # fmt: skip
+    assert fix["class"] == FIX and fix["leaves_out"] == ["sm121"]
+    assert fix["before"] == "FlashAttention 4"
+    (reopened,) = changes_of(
+        _report(SM120_FIX, "on", "FlashAttention 4"),
+        Version("1.1", "1.1"), Version("1.2", "1.2"), fixed, before, fixes,
+    )  # fmt: skip
+    assert reopened["class"] == REGRESSION and "1.1's fix" in reopened["reason"]
+
+
+def test_a_fused_change_against_an_assumed_answer_is_neither_fix_nor_regression() -> None:
+    line = "Disabling FusedAttention as no backend supports the provided input"
+    (change,) = changes_of(
+        _report(line, "off", "FusedAttention"),
+        Version("1.0", "1.0"), Version("1.1", "1.1"),
+        _snapshot([FA4, FA4], "fused answer assumed: ..."), _snapshot([UNFUSED, FA4]), {},
+    )  # fmt: skip
+    assert change["class"] == ASSUMED
