@@ -44,7 +44,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--te-history",
         nargs="*",
         metavar="RELEASE",
-        required=True,
+        default=[],
         help="TE releases, or ranges FIRST..LAST of them (default: all 29 on PyPI)",
     )
     parser.add_argument(
@@ -100,7 +100,7 @@ def mine(
     previous = None
     with progress(len(versions), "asking", quiet=quiet) as bar:
         taken = selections(
-            versions, grid, te_cxx, workers, lambda v: (bar.relabel(f"asked {v.name}"), None)
+            versions, grid, te_cxx, workers, lambda v: bar.relabel(f"asked {v.name}")
         )
         for version, snapshot in zip(versions, taken):
             bar.advance()
