@@ -22,7 +22,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from lint_plugin.mine.te_changes import ASSUMED, changes_of
 from lint_plugin.mine.te_history import WORKERS, Version, releases, selections, shared_grid
@@ -86,9 +86,14 @@ def release_names(specs: Sequence[str]) -> list[str]:
 
 
 def mine(
-    versions: Sequence[Version], te_cxx: str | None, workers: int, quiet: bool
+    versions: Sequence[Version],
+    te_cxx: str | None,
+    workers: int,
+    quiet: bool,
+    found: Callable[[list[dict[str, Any]]], None] = lambda _changes: None,
 ) -> tuple[dict[str, Any], Any]:
-    """Every version's selection on one grid, and the changes between consecutive ones."""
+    """Every version's selection on one grid, and the changes between consecutive ones;
+    `found(changes)` with each pair's as soon as they are known (a long run's partial result)."""
     from selector_patch.progress import progress
     from selector_patch.selection_diff import Side, diff
 
@@ -112,7 +117,9 @@ def mine(
                 report = diff(
                     Side.of_snapshot(before, since.name), Side.of_snapshot(snapshot, version.name)
                 )
-                changes += changes_of(report, since, version, before, snapshot, fixes)
+                new = changes_of(report, since, version, before, snapshot, fixes)
+                found(new)
+                changes += new
             previous = (version, snapshot)
     return {
         "versions": [v._asdict() for v in versions],
@@ -181,6 +188,21 @@ def fork_lacks(
     return lacking
 
 
+class _ReportFile:
+    """`--report FILE`, written as the changes are found: a reader sees the oldest pairs' while
+    the newer ones are mined."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        if path is not None:
+            open(path, "w", encoding="utf-8").close()
+
+    def add(self, changes: list[dict[str, Any]]) -> None:
+        if self.path is not None and changes:
+            with open(self.path, "a", encoding="utf-8") as out:
+                out.write("".join(report_line(change) + "\n" for change in changes))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from selector_patch.harness import LoadError
     from selector_patch.sources import SourceError, resolve
@@ -198,17 +220,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             versions = commits(*args.te_history_git)
         else:
             versions = releases(release_names(args.te_history))
-        result, grid = mine(versions, args.te_cxx, max(args.workers, 1), args.quiet)
+        written = _ReportFile(args.report)
+        result, grid = mine(
+            versions, args.te_cxx, max(args.workers, 1), args.quiet, written.add
+        )
         lacking = None
         if args.fork is not None:
             lacking = fork_lacks(args.fork, grid, result["changes"], args.te_cxx)
-    except (BadInput, SourceError, LoadError, CxxError) as error:
+    except (BadInput, SourceError, LoadError, CxxError, OSError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return EXIT_ERROR
-    if args.report is not None:
-        lines = [report_line(change) for change in result["changes"]]
-        with open(args.report, "w", encoding="utf-8") as out:
-            out.write("\n".join(lines) + "\n")
     if args.json:
         output = {**result, **({"fork_lacks": lacking} if lacking is not None else {})}
         print(json.dumps(output, indent=1, ensure_ascii=False))
