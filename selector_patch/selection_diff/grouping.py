@@ -51,8 +51,9 @@ def group(differences: Sequence[dict[str, Any]]) -> tuple[list[dict], list[dict]
             members[explanation.key] = []
         members[explanation.key].append(difference)
         cause["configurations"] += difference["configurations"]
-        if explanation.backend not in cause["backend"].split(", "):
-            cause["backend"] += f", {explanation.backend}"
+        named = cause["backend"].split(", ")
+        if not any(name.startswith(explanation.backend) for name in named):
+            cause["backend"] += f", {explanation.backend}"  # "FlashAttention" is FA4's too
         for hazard in difference["hazards"]:
             if hazard not in cause["hazards"]:
                 cause["hazards"].append(hazard)
