@@ -100,7 +100,12 @@ def explain_line(line: str, direction: str, backend: str):
 def test_regions_are_grouped_by_cause_fixes_first_with_their_numbers() -> None:
     def difference(line: str, direction: str, count: int) -> dict:
         found = explain_line(line, direction, "FlashAttention 4")
-        return {"explanation": found._asdict(), "configurations": count, "hazards": []}
+        return {
+            "explanation": found._asdict(),
+            "configurations": count,
+            "hazards": [],
+            "conditions": ["training"],
+        }
 
     regrouped, causes = group(
         [
@@ -114,3 +119,26 @@ def test_regions_are_grouped_by_cause_fixes_first_with_their_numbers() -> None:
     assert causes[1]["configurations"] == 57
     assert [d["cause"] for d in regrouped] == [1, 2, 2]
     assert tally(causes) == "2 causes: 1 fix, 1 policy"
+
+
+def test_a_generic_fused_refusal_is_one_cause_per_input_its_regions_state() -> None:
+    def difference(conditions: list[str]) -> dict:
+        found = explain_line(FUSED_GENERIC, OFF, "FusedAttention")
+        return {
+            "explanation": found._asdict(),
+            "configurations": 1,
+            "hazards": [],
+            "conditions": conditions,
+        }
+
+    _regrouped, causes = group(
+        [
+            difference(["training", "(9, 10, 0) <= cudnn_version <= (9, 10, 1)"]),
+            difference(["core_attention_bias_type='alibi'", "NVTE_FUSED_ATTN unset"]),
+            difference(["cudnn_version=(9, 10, 0)"]),
+        ]
+    )
+    assert [c["cause"] for c in causes] == [
+        f"{FUSED_GENERIC} [cudnn_version]",
+        f"{FUSED_GENERIC} [core_attention_bias_type]",
+    ]

@@ -21,7 +21,7 @@ import re
 from typing import TYPE_CHECKING, Any, MutableMapping, Sequence
 
 from selector_patch.selection_diff.classify import FIX, Verdict, classify
-from selector_patch.selection_diff.grouping import explanation_of
+from selector_patch.selection_diff.grouping import UNSPECIFIC, explanation_of
 from selector_patch.snapshot.record import sm
 
 if TYPE_CHECKING:
@@ -114,6 +114,7 @@ def changes_of(
         if verdict.kind == FIX:
             if named:
                 change["leaves_out"] = left_out(first, named, a, b)
-            fixes.setdefault(cause["cause"], f"{version.name}'s fix: {cause['line']!r}")
+            if cause["line"] not in UNSPECIFIC:  # a generic line would tie unrelated cases
+                fixes.setdefault(cause["cause"], f"{version.name}'s fix: {cause['line']!r}")
         found.append(change)
     return found

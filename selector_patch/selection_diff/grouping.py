@@ -11,9 +11,10 @@ report.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
-from selector_patch.selection_diff.causes import Explanation
+from selector_patch.selection_diff.causes import FUSED_GENERIC, SILENT, Explanation
 from selector_patch.selection_diff.classify import FIX, POLICY, REGRESSION, classify
 
 ORDER = {REGRESSION: 0, FIX: 1, POLICY: 2}
@@ -21,6 +22,21 @@ ORDER = {REGRESSION: 0, FIX: 1, POLICY: 2}
 
 def explanation_json(explanation: Explanation) -> dict[str, str]:
     return explanation._asdict()
+
+
+#: Lines that say a backend is off, not why: TE's C++ refused without a warning, or nothing.
+UNSPECIFIC = (FUSED_GENERIC, SILENT)
+_INPUT = re.compile(r"([a-z][a-z0-9_]*)\s*(?:!=|<=|>=|==|=|<|>| in )")
+
+
+def _refined(explanation: Explanation, conditions: Sequence[str]) -> str:
+    """The cause's key; for a line that does not say why, with the inputs the region states
+    (`[cudnn_version]`, `[core_attention_bias_type]`): TE's C++ refuses cuDNN 9.10.0 and an
+    ALiBi bias in one generic line, and they are two causes."""
+    if explanation.line not in UNSPECIFIC:
+        return explanation.key
+    inputs = sorted({m for c in conditions for m in _INPUT.findall(c)})
+    return f"{explanation.key} [{', '.join(inputs)}]" if inputs else explanation.key
 
 
 def explanation_of(cause: dict[str, Any]) -> Explanation:
@@ -37,6 +53,7 @@ def group(differences: Sequence[dict[str, Any]]) -> tuple[list[dict], list[dict]
     members: dict[str, list[dict[str, Any]]] = {}
     for difference in differences:
         explanation = Explanation(**difference["explanation"])
+        explanation = explanation._replace(key=_refined(explanation, difference["conditions"]))
         cause = causes.get(explanation.key)
         if cause is None:
             cause = causes[explanation.key] = {

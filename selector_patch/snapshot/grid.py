@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from selector_patch.harness import LoadedSelector
 
 STRENGTH = 2
+#: The most rows one C++ condition adds (`_rows_of`).
+JOINT_ROWS = 8
 #: How a caller asks for each mode: `DotProductAttention.training`, and whether autograd records
 #: the call (a backward will run).
 MODES: dict[str, dict[str, bool]] = {
@@ -616,7 +618,8 @@ def build(derivation: Derivation, factors: Sequence[Factor]) -> Grid:
     singles = singles_of(sizes, spoken)
     rest = [row for row in singles_of(sizes) if row not in singles]
     doubles = pair_rows(sizes, [(positions[a], positions[b]) for (a, b), _ in pairs])
-    joint = [row for row in map(_row_of(kept), derivation.conditions) if row is not None]
+    rows_of = _rows_of(kept)
+    joint = [row for condition in derivation.conditions for row in rows_of(condition)]
     architecture = derivation.comparisons.get(ARCHITECTURE, ())
     return Grid(
         _architectures(architecture, derivation.hazards),
@@ -631,30 +634,41 @@ def build(derivation: Derivation, factors: Sequence[Factor]) -> Grid:
     )
 
 
-def _row_of(factors: Sequence[Factor]):
-    """A condition's row: each input it compares at the value nearest its default (the default
-    itself first) that every comparison of the condition on that input holds for; None when a
-    value is missing (an input the grid does not vary, or none of its values fits) or the row
-    sets fewer than three inputs (the pairs are rows already)."""
+def _rows_of(factors: Sequence[Factor]):
+    """A condition's rows: each ordered input it compares at the value nearest its default (the
+    default itself first) that every comparison of the condition on it holds for, each other
+    input at every value that does (a mask "not causal" is any of the others, and which one the
+    rest of the query admits is its to say), at most `JOINT_ROWS` rows; none when a value is
+    missing (an input the grid does not vary, or none of its values fits) or a row would set
+    fewer than three inputs (the pairs are rows already)."""
     index = {factor.keyword: position for position, factor in enumerate(factors)}
 
-    def row(condition: Sequence[Comparison]) -> tuple[int, ...] | None:
-        levels = [0] * len(factors)
+    def rows(condition: Sequence[Comparison]) -> list[tuple[int, ...]]:
+        choices: list[tuple[int, list[int]]] = []
         for keyword in dict.fromkeys(atom.input for atom in condition):
             if keyword not in index:
                 if keyword == ARCHITECTURE:
                     continue  # crossed: every row is asked on every architecture
-                return None
+                return []
             factor = factors[index[keyword]]
             atoms = [atom for atom in condition if atom.input == keyword]
             values = [factor.default, *factor.levels]
             fits = [i for i, v in enumerate(values) if all(holds(a, v) for a in atoms)]
             if not fits:
-                return None
-            levels[index[keyword]] = min(fits, key=_nearness(factor, values))
-        return tuple(levels) if sum(1 for level in levels if level) > 2 else None
+                return []
+            if factor.cuts or 0 in fits:
+                fits = [min(fits, key=_nearness(factor, values))]
+            choices.append((index[keyword], fits))
+        found = []
+        for chosen in itertools.islice(itertools.product(*(f for _, f in choices)), JOINT_ROWS):
+            levels = [0] * len(factors)
+            for (position, _fits), level in zip(choices, chosen):
+                levels[position] = level
+            if sum(1 for level in levels if level) > 2:
+                found.append(tuple(levels))
+        return found
 
-    return row
+    return rows
 
 
 def _nearness(factor: Factor, values: Sequence[Any]):
