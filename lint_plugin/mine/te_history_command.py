@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 from lint_plugin.mine.te_changes import ASSUMED, changes_of
 from lint_plugin.mine.te_history import WORKERS, Version, releases, selections, shared_grid
 from selector_patch.selection_diff.classify import FIX, REGRESSION
+from selector_patch.selection_diff.grouping import UNSPECIFIC
 from selector_patch.sources import CORPUS_RELEASES
 from selector_patch.te_cxx import OPTION_HELP
 
@@ -136,9 +137,12 @@ def report_line(change: dict[str, Any]) -> str:
     where = change["version"] + (f" {change['pr']}" if change["pr"] else "")
     more = f" (+{change['regions'] - 1} regions)" if change["regions"] > 1 else ""
     gaps = f" [leaves out {', '.join(change['leaves_out'])}]" if change["leaves_out"] else ""
+    words = change["words"]
+    if words in UNSPECIFIC and change["cause"] != words:
+        words = change["cause"]  # the generic line, and the inputs that tell its causes apart
     return (
         f"{where} | {change['class']} | {change['backend']} {change['direction']} |"
-        f" {change['region']}{more}{gaps} | {change['words']} | {change['reason']}"
+        f" {change['region']}{more}{gaps} | {words} | {change['reason']}"
     )
 
 
