@@ -3,6 +3,8 @@
     python -m lint_plugin.mine --te SOURCE
         (--flash-attn-4 VERSION | --flash-attn VERSION [VERSION ...] | --kernel-source PATH)
         [--json] [--skip-hazard ID ...] [--quiet]
+    python -m lint_plugin.mine --te-history [RELEASE ...] ...   (TE's own history: see
+        `lint_plugin.mine.te_history_command`)
 
 `--flash-attn-4` reads flash-attn-4's `flash_attn/cute/` Python (a released wheel, fetched into
 the cache) for architecture-conditioned `assert` / `raise`. `--flash-attn` reads a flash-attn
@@ -167,6 +169,11 @@ def _cuda(source):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    if any(arg.startswith("--te-history") for arg in given):
+        from lint_plugin.mine.te_history_command import main as te_history
+
+        return te_history(given)
     args = parse_args(argv)
     try:
         with budget(f"python -m lint_plugin.mine --te {args.te}"):

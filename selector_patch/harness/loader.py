@@ -142,6 +142,9 @@ class LoadedSelector:
             kernels=self._kernel,
         )
         self._imported: dict[Machine, _Import] = {}
+        #: Machines the module does not import on (TE 1.9 without flash-attn 2), each with the
+        #: failure: raised again, not imported again, for every request on that machine.
+        self._failed: dict[Machine, LoadError] = {}
         self._default = self._import_on(Machine.of(default))
         self.module = self._default.module
         try:
@@ -209,6 +212,11 @@ class LoadedSelector:
             ) from error
 
     @property
+    def fused_query_text(self) -> str | None:
+        """The C++ fused query's translation unit, where TE's source answers (else None)."""
+        return getattr(self._query, "source", None)
+
+    @property
     def fused_assumption(self) -> str | None:
         """ "fused answer assumed: ... (no TE C++ for 2.20.2)"; with TE 2.20+'s compiled query,
         what was assumed of cuDNN's own check and how often; None where TE's query answered
@@ -227,6 +235,8 @@ class LoadedSelector:
         imported = self._imported.get(machine)
         if imported is not None:
             return imported
+        if machine in self._failed:
+            raise self._failed[machine]
         module = self._imports.new_module(self.path, package=self._package)
         self._device.pin(machine, None)
         try:
@@ -235,9 +245,10 @@ class LoadedSelector:
         except MemoryError:
             raise
         except Exception as error:  # the module's own import-time failure, reported as such
-            raise LoadError(
+            failed = self._failed[machine] = LoadError(
                 located(self.path, error), f"import on {machine} failed: {describe(error)}"
-            ) from error
+            )
+            raise failed from error
         if not isinstance(inspect.unwrap(module.__dict__.get(SELECTOR)), types.FunctionType):
             raise LoadError(self.path, f"defines no {SELECTOR} function")
         imported = self._imported[machine] = _Import(module, self._wire_for(module))

@@ -1,11 +1,12 @@
 """A selection diff as one static HTML page, in the selection table's style (`table.page`).
 
-Architectures across, regions down: a row is a region's conditions, and each architecture the
-region holds on shows both sides' picks; a cell a hazard names is marked as the table marks a
-hazard cell. Below, each region's witness and both sides' TE log lines. It is the table's kind
-of page (`table.page.document`): the report embedded as JSON and a small inline script that
-builds the page from it, so nothing is fetched and a headless browser can prove the page
-renders. Changed cells carry `class="changed"` and `data-change`; cells a hazard names also
+The causes first (each group of regions one TE log line or C++ warning explains, its class and
+reason), then architectures across, regions down: a row is a region's conditions, and each
+architecture the region holds on shows both sides' picks; a cell a hazard names is marked as the
+table marks a hazard cell. Below, each region's witness and both sides' TE log lines. It is the
+table's kind of page (`table.page.document`): the report embedded as JSON and a small inline
+script that builds the page from it, so nothing is fetched and a headless browser can prove the
+page renders. Changed cells carry `class="changed"` and `data-change`; cells a hazard names also
 `class="hazard"` and `data-hazards`.
 """
 
@@ -21,6 +22,7 @@ td.changed { background: #fff8c5; }
 td.changed .after { display: block; font-weight: 700; }
 td.hazard { background: #ffebe9; color: #82071e; }
 td.hazard .ids { display: block; font-size: 11px; }
+li.cause-fix, li.cause-regression { color: #82071e; }
 pre { background: #f6f8fa; padding: 6px; margin: 4px 0 10px; white-space: pre-wrap; }
 """
 
@@ -34,6 +36,18 @@ function picked(pick) {
   return pick.backend;
 }
 root.appendChild(element("p", data.summary));
+if (data.causes.length) {
+  root.appendChild(element("p", data.tally));
+  const list = element("ol", undefined, {"data-list": "causes"});
+  data.causes.forEach((cause) => {
+    const item = element("li", "[" + cause["class"] + "] " + cause.reason + "; regions " +
+      cause.regions[0] + "\u2013" + cause.regions[cause.regions.length - 1] + " (" +
+      cause.configurations + " requests)", {class: "cause-" + cause["class"]});
+    item.appendChild(element("pre", cause.side.toUpperCase() + ": " + cause.line));
+    list.appendChild(item);
+  });
+  root.appendChild(list);
+}
 for (const line of data.fused_assumption) {
   root.appendChild(element("p", line, {class: "assumed"}));
 }
@@ -81,7 +95,8 @@ if (rows.size) {
   root.appendChild(table);
 }
 data.differences.forEach((difference, index) => {
-  root.appendChild(element("h2", (index + 1) + ". " + difference.region));
+  root.appendChild(element("h2", (index + 1) + ". " + difference.region +
+    " (cause " + difference.cause + ")"));
   root.appendChild(element("pre", difference.witness_call));
   for (const side of ["a", "b"]) {
     root.appendChild(element("div", side.toUpperCase() + ": " + picked(difference[side])));
@@ -95,11 +110,13 @@ root.appendChild(element("p", "A cell: side A's pick \\u2192 side B's, on that a
 
 
 def render(report: Report) -> str:
+    from selector_patch.selection_diff.grouping import tally
     from selector_patch.selection_diff.text import side_text, summary, witness_call
 
     page_data = {
         **report,
         "summary": summary(report),
+        "tally": tally(report["causes"]),
         "differences": [
             {**difference, "witness_call": witness_call(difference["witness"])}
             for difference in report["differences"]

@@ -23,7 +23,7 @@ integer `&`s.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, Hashable, Iterator, Mapping, NamedTuple, Sequence
 
 from selector_patch.snapshot.codec import spelled
 from selector_patch.snapshot.grid import MODE_NAMES, Factor, Grid
@@ -190,8 +190,9 @@ class Region:
     mask: int
     #: The plainest of them.
     witness: int
-    #: What accounts for its requests' change, the same for each (the hazards whose guards do).
-    cause: tuple[str, ...] = ()
+    #: What accounts for its requests' change, the same for each (for a report: the hazards
+    #: whose guards do, and the log line that explains it).
+    cause: Hashable = ()
 
     def statement(self, space: Space) -> tuple[list[str], list[str]]:
         """(architectures, conditions): `["sm90"]`, `["training", "head_dim_qk > 192"]`."""
@@ -282,14 +283,14 @@ def find(
     picks_a: Sequence[Pick],
     picks_b: Sequence[Pick],
     compared: int,
-    causes: Mapping[int, tuple[str, ...]] | None = None,
+    causes: Mapping[int, Hashable] | None = None,
 ) -> list[Region]:
     """The regions of every change (`change_text`): within each, every request side A answered
     as the change says now gets what the change says. With `causes` (per differing position,
     what accounts for its change), requests of one change with different causes are kept in
     regions of their own: TEA001's sm120 and TEA005's sm80 are two regions, not one that
     neither hazard explains."""
-    changes: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+    changes: dict[tuple[str, Hashable], list[int]] = {}
     answered: dict[str, list[int]] = {}
     texts: dict[tuple[Pick, Pick], str] = {}
     for position in indices(compared):
@@ -312,7 +313,7 @@ def find(
 def _cover(
     space: Space,
     change: str,
-    cause: tuple[str, ...],
+    cause: Hashable,
     holds: int,
     others: int,
     positions: list[int],
@@ -407,7 +408,7 @@ def _widened(space: Space, seed: int, others: int) -> list[tuple[int, ...] | Non
 
 def _merged(space: Space, regions: list[Region]) -> list[Region]:
     """Regions of one change and cause that differ in one input only, as one, until none do."""
-    by_change: dict[tuple[str, tuple[str, ...]], list[Region]] = {}
+    by_change: dict[tuple[str, Hashable], list[Region]] = {}
     for region in regions:
         by_change.setdefault((region.change, region.cause), []).append(region)
     merged = []

@@ -8,9 +8,16 @@
         "architectures": ["sm120"], "conditions": ["training", "deterministic=True"],
         "change": "FlashAttention 4 → FusedAttention", "hazards": ["TEA001"],
         "configurations": 81,
-        "witness": {select() keywords},
+        "witness": {select() keywords}, "position": its place in the grid's order,
         "a": {"backend": ..., "role": ..., "available": [...], "log": [TE's lines]},
-        "b": {...}}, ...]}
+        "b": {...},
+        "explanation": {"line", "key", "side", "direction", "backend"}, "cause": 1}, ...],
+     "causes": [{"cause": key, "line", "side", "direction", "backend", "class", "reason",
+                 "hazards": [...], "configurations": n, "regions": [1, 2, ...]}, ...]}
+
+The regions are in their causes' order (`grouping`): each request's change is explained by the
+TE log line or C++ warning one side logged and the other did not (`causes.explain`), and
+requests with different explanations are kept in regions of their own.
 
 A region is named by each hazard whose guard fires for every request in it (and, where the
 backend changed, whose backend side A chose): the regions a guard made. Requests one change
@@ -27,7 +34,9 @@ from typing import Any, Sequence
 
 from selector_patch.registry import Hazard
 from selector_patch.scenario import Scenario
+from selector_patch.selection_diff.causes import explain
 from selector_patch.selection_diff.compare import Compared, Side
+from selector_patch.selection_diff.grouping import explanation_json, group
 from selector_patch.selection_diff.regions import Region, Space, find, indices
 from selector_patch.snapshot.codec import encode
 from selector_patch.snapshot.grid import MODE_NAMES, Configuration, Grid
@@ -83,14 +92,20 @@ def build(a: Side, b: Side, compared: Compared, hazards: Sequence[Hazard]) -> Re
     picks_a = [o.pick if o is not None else None for o in compared.a]
     picks_b = [o.pick if o is not None else None for o in compared.b]
     causes = {}
+    explained: dict[tuple[int, int], str] = {}  # outcomes are interned: one explanation each
     for position in indices(compared.compared):
         pa, pb = picks_a[position], picks_b[position]
         if pa != pb:
             scenario = scenario_of(grid.keywords(grid.at(position)))
-            causes[position] = tuple(h.id for h in hazards if explained_by(h, scenario, pa, pb))
+            named = tuple(h.id for h in hazards if explained_by(h, scenario, pa, pb))
+            oa, ob = compared.a[position], compared.b[position]
+            key = explained.get((id(oa), id(ob)))
+            if key is None:
+                key = explained[(id(oa), id(ob))] = explain(oa, ob).key
+            causes[position] = (named, key)
     regions = find(space, picks_a, picks_b, compared.compared, causes)
-    outside = sum(not cause for cause in causes.values())
-    differences = [_difference(compared, space, region) for region in regions]
+    outside = sum(not named for named, _key in causes.values())
+    differences, grouped = group([_difference(compared, space, region) for region in regions])
     assumed = _assumptions(a, b)
     return {
         "a": _side(a),
@@ -112,6 +127,7 @@ def build(a: Side, b: Side, compared: Compared, hazards: Sequence[Hazard]) -> Re
         "differing": sum(r["configurations"] for r in differences),
         "outside_hazards": outside,
         "differences": differences,
+        "causes": grouped,
     }
 
 
@@ -148,9 +164,13 @@ def _difference(compared: Compared, space: Space, region: Region) -> dict[str, A
         "architectures": architectures,
         "conditions": conditions,
         "change": change,
-        "hazards": list(region.cause),
+        "hazards": list(region.cause[0]),
         "configurations": len(positions),
         "witness": {k: encode(v) for k, v in witness_keywords(grid, witness).items()},
+        "position": region.witness,
         "a": _pick_json(compared.a[region.witness].pick, compared.a[region.witness].log),
         "b": _pick_json(compared.b[region.witness].pick, compared.b[region.witness].log),
+        "explanation": explanation_json(
+            explain(compared.a[region.witness], compared.b[region.witness])
+        ),
     }

@@ -1,15 +1,17 @@
 """A selection diff as text for a terminal, and as markdown for a PR comment.
 
 Both say, in this order: what was compared with what; once, where cuDNN's fused answer was
-assumed rather than TE's C++; how many requests were compared and how many differ; then each
-region with its change, the hazards that name it, its witness as a `select()` call, and both
-sides' TE log lines for the witness.
+assumed rather than TE's C++; how many requests were compared and how many differ; the causes
+(the TE log line or C++ warning that explains each group of regions, its class and reason);
+then, cause by cause, each region with its change, the hazards that name it, its witness as a
+`select()` call, and both sides' TE log lines for the witness.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from selector_patch.selection_diff.grouping import tally
 from selector_patch.selection_diff.report import Report
 from selector_patch.snapshot.codec import decode, spelled
 
@@ -70,9 +72,32 @@ def _named(difference: dict[str, Any]) -> str:
     return f" [{', '.join(difference['hazards'])}]" if difference["hazards"] else ""
 
 
+def cause_line(cause: dict[str, Any]) -> str:
+    """`[fix] FlashAttention 4 switched off, 3 regions (120 requests): TE names a failure`."""
+    count = len(cause["regions"])
+    return (
+        f"[{cause['class']}] {cause['reason']}; {count} region{'s' if count != 1 else ''}"
+        f" ({cause['configurations']} requests)"
+    )
+
+
+def quoted(cause: dict[str, Any]) -> str:
+    """The explaining line and who logged it: `B logs: "Disabling ..."`."""
+    return f'{cause["side"].upper()} logs: "{cause["line"]}"'
+
+
 def render_text(report: Report) -> str:
     lines = [*_sides(report), summary(report)]
+    causes = {number: cause for number, cause in enumerate(report["causes"], 1)}
+    if causes:
+        lines.append(tally(list(causes.values())))
+        for number, cause in causes.items():
+            lines.append(f"  cause {number}. {cause_line(cause)}")
+            lines.append(f"     {quoted(cause)}")
     for number, difference in enumerate(report["differences"], 1):
+        cause = causes[difference["cause"]]
+        if cause["regions"][0] == number:
+            lines += ["", f"== cause {difference['cause']}. {cause_line(cause)}", quoted(cause)]
         lines += [
             "",
             f"{number}. {difference['region']}{_named(difference)}"
@@ -97,11 +122,32 @@ def render_markdown(report: Report) -> str:
     differences = report["differences"]
     if not differences:
         return "\n".join(lines)
-    lines += ["| # | where | change | hazards | requests |", "| --- | --- | --- | --- | --- |"]
+    causes = report["causes"]
+    if causes:
+        lines += [
+            f"{tally(causes)}.",
+            "",
+            "| cause | class | reason | explained by | regions | requests |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for number, cause in enumerate(causes, 1):
+            regions = cause["regions"]
+            span = f"{regions[0]}" if len(regions) == 1 else f"{regions[0]}-{regions[-1]}"
+            lines.append(
+                f"| {number} | {cause['class']} | {_cell(cause['reason'])} |"
+                f" {cause['side'].upper()}: `{_cell(cause['line'])}` | {span} |"
+                f" {cause['configurations']} |"
+            )
+        lines.append("")
+    lines += [
+        "| # | cause | where | change | hazards | requests |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for number, difference in enumerate(differences, 1):
         where = ", ".join([*difference["architectures"], *difference["conditions"]])
         lines.append(
-            f"| {number} | {_cell(where)} | {_cell(difference['change'])} |"
+            f"| {number} | {difference['cause']} | {_cell(where)} |"
+            f" {_cell(difference['change'])} |"
             f" {', '.join(difference['hazards']) or '-'} | {difference['configurations']} |"
         )
     lines.append("")

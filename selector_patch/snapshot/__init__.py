@@ -23,16 +23,19 @@ if TYPE_CHECKING:
 __all__ = ["Grid", "Snapshot", "SnapshotError", "grid_for", "parse", "read", "take"]
 
 
-def grid_for(selectors: Sequence["LoadedSelector"], hazards: Sequence[Hazard] = HAZARDS) -> Grid:
+def grid_for(
+    selectors: Sequence["LoadedSelector"], hazards: Sequence[Hazard] = HAZARDS, cxx: bool = False
+) -> Grid:
     """The grid of one selector, or of several on the union of their comparisons: a value is
     kept where one of them takes it (where another raises, that is a difference to report).
     A grid of more than `grid.REQUEST_BUDGET` requests is refused (`SnapshotError`) before
-    any is asked."""
+    any is asked. With `cxx`, the comparisons of the C++ fused query answering for each are in
+    it too, and a row for each of its refusals that needs three inputs or more at once."""
     from selector_patch.snapshot.runner import probe
 
-    derivation = derive(selectors[0], hazards)
+    derivation = derive(selectors[0], hazards, cxx)
     for selector in selectors[1:]:
-        derivation = derivation.union(derive(selector, hazards))
+        derivation = derivation.union(derive(selector, hazards, cxx))
     factors = factors_of(derivation)
     tried = [list(probe(selector, factors)) for selector in selectors]
     grid = build(derivation, [_kept(factor, tries) for factor, *tries in zip(factors, *tried)])

@@ -32,6 +32,7 @@ from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
 from selector_patch.roles import ROLES
 from selector_patch.scenario import Scenario
 from selector_patch.snapshot import comparisons as reading
+from selector_patch.snapshot import cxx_comparisons as cxx_reading
 from selector_patch.snapshot.comparisons import Comparison, Expression
 from selector_patch.snapshot.covering import pair_rows, singles_of
 from selector_patch.snapshot.values import (
@@ -54,6 +55,8 @@ STRENGTH = 2
 #: snapshot would take hours and gigabytes. Such a grid is refused, saying which pair of
 #: inputs holds most of it, rather than asked for as long as it takes or thinned unsaid.
 REQUEST_BUDGET = 1_000_000
+#: The most rows one C++ condition adds (`_rows_of`).
+JOINT_ROWS = 8
 #: How a caller asks for each mode: `DotProductAttention.training`, and whether autograd records
 #: the call (a backward will run).
 MODES: dict[str, dict[str, bool]] = {
@@ -132,6 +135,8 @@ class Derivation:
     together: tuple[tuple[tuple[str, str], int], ...] = ()
     #: Per package field, the version the grid's plain call installs (`installed_versions`).
     installed: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: Conjunctions of comparisons that only hold together (`cxx_comparisons.conditions`).
+    conditions: tuple[tuple[Comparison, ...], ...] = ()
 
     def union(self, other: "Derivation") -> "Derivation":
         keys = dict.fromkeys((*self.comparisons, *other.comparisons))
@@ -149,6 +154,7 @@ class Derivation:
             tuple({hazard.id: hazard for hazard in (*other.hazards, *self.hazards)}.values()),
             tuple(sorted({**dict(other.together), **dict(self.together)}.items())),
             {**other.installed, **self.installed},
+            tuple(dict.fromkeys((*self.conditions, *other.conditions))),
         )
 
 
@@ -173,8 +179,11 @@ def _named_inputs(text: str) -> dict[str, str]:
     return named
 
 
-def derive(loaded: "LoadedSelector", hazards: Sequence[Hazard] = HAZARDS) -> Derivation:
-    """Read the loaded selector's comparisons, as `select()` keywords, with their defaults."""
+def derive(
+    loaded: "LoadedSelector", hazards: Sequence[Hazard] = HAZARDS, cxx: bool = False
+) -> Derivation:
+    """Read the loaded selector's comparisons, as `select()` keywords, with their defaults;
+    with `cxx`, also those of the C++ fused query that answers for it (`cxx_comparisons`)."""
     from selector_patch.harness.calling import PARAMS
 
     tree = ast.parse(loaded.text)
@@ -189,6 +198,18 @@ def derive(loaded: "LoadedSelector", hazards: Sequence[Hazard] = HAZARDS) -> Der
         if name in switch_names
     )
     by_keyword: dict[str, list[Comparison]] = {}
+    query = loaded.fused_query_text if cxx else None
+    conditions = []
+    if query is not None:
+        conditions = [
+            atoms
+            for atoms in cxx_reading.conditions(query)
+            if all(keyword_of(atom.input, fields) == atom.input for atom in atoms)
+        ]
+        flags = [a for atoms in conditions for a in atoms if a.input in cxx_reading.FLAGS]
+        found = found._replace(
+            comparisons=[*found.comparisons, *cxx_reading.comparisons(query), *flags]
+        )
     for comparison in found.comparisons:
         keyword = keyword_of(comparison.input, fields)
         if keyword is not None:
@@ -219,6 +240,7 @@ def derive(loaded: "LoadedSelector", hazards: Sequence[Hazard] = HAZARDS) -> Der
         tuple(hazards),
         tuple(sorted(together.items())),
         installed_versions(loaded, packages, by_keyword, hazards),
+        tuple(conditions),
     )
 
 
@@ -418,6 +440,14 @@ class Grid:
             within - offsets[setting],
         )
 
+    def position(self, configuration: Configuration) -> int:
+        """Where `configuration` is in `configurations()`'s order: `at`'s inverse."""
+        offsets, per_mode = self._offsets
+        block = self.architectures.index(configuration.architecture) * len(self.modes)
+        block += self.modes.index(configuration.mode)
+        setting = self.settings().index(configuration.switches)
+        return block * per_mode + offsets[setting] + configuration.row
+
     def keywords(self, configuration: Configuration) -> dict[str, Any]:
         """The request as `select()` keywords: the crossed part, then the row's non-defaults."""
         keywords: dict[str, Any] = {ARCHITECTURE: configuration.architecture}
@@ -594,6 +624,8 @@ def build(derivation: Derivation, factors: Sequence[Factor]) -> Grid:
     singles = singles_of(sizes, spoken)
     rest = [row for row in singles_of(sizes) if row not in singles]
     doubles = pair_rows(sizes, [(positions[a], positions[b]) for (a, b), _ in pairs])
+    rows_of = _rows_of(kept)
+    joint = [row for condition in derivation.conditions for row in rows_of(condition)]
     architecture = derivation.comparisons.get(ARCHITECTURE, ())
     return Grid(
         _architectures(architecture, derivation.hazards),
@@ -601,7 +633,7 @@ def build(derivation: Derivation, factors: Sequence[Factor]) -> Grid:
         tuple(MODES),
         derivation.switches,
         kept,
-        tuple(singles + rest + doubles),
+        tuple(dict.fromkeys(singles + rest + doubles + joint)),
         len(singles),
         isolating_settings(derivation.switches),
         pairs,
@@ -626,3 +658,53 @@ def refusal(grid: Grid, budget: int | None = None) -> str | None:
     largest = max(grid.pairs, key=rows)
     (first, second), line = largest
     return f"{cause}; the largest share: {first} x {second} (line {line}, {rows(largest):,} rows)"
+
+
+def _rows_of(factors: Sequence[Factor]):
+    """A condition's rows: each ordered input it compares at the value nearest its default (the
+    default itself first) that every comparison of the condition on it holds for, each other
+    input at every value that does (a mask "not causal" is any of the others, and which one the
+    rest of the query admits is its to say), at most `JOINT_ROWS` rows; none when a value is
+    missing (an input the grid does not vary, or none of its values fits) or a row would set
+    fewer than three inputs (the pairs are rows already)."""
+    index = {factor.keyword: position for position, factor in enumerate(factors)}
+
+    def rows(condition: Sequence[Comparison]) -> list[tuple[int, ...]]:
+        choices: list[tuple[int, list[int]]] = []
+        for keyword in dict.fromkeys(atom.input for atom in condition):
+            if keyword not in index:
+                if keyword == ARCHITECTURE:
+                    continue  # crossed: every row is asked on every architecture
+                return []
+            factor = factors[index[keyword]]
+            atoms = [atom for atom in condition if atom.input == keyword]
+            values = [factor.default, *factor.levels]
+            fits = [i for i, v in enumerate(values) if all(holds(a, v) for a in atoms)]
+            if not fits:
+                return []
+            if factor.cuts or 0 in fits:
+                fits = [min(fits, key=_nearness(factor, values))]
+            choices.append((index[keyword], fits))
+        found = []
+        for chosen in itertools.islice(itertools.product(*(f for _, f in choices)), JOINT_ROWS):
+            levels = [0] * len(factors)
+            for (position, _fits), level in zip(choices, chosen):
+                levels[position] = level
+            if sum(1 for level in levels if level) > 2:
+                found.append(tuple(levels))
+        return found
+
+    return rows
+
+
+def _nearness(factor: Factor, values: Sequence[Any]):
+    """How far a value (by index into `values`, the default first) is from the default: by
+    rank for an ordered input, else by index."""
+    if not factor.cuts:
+        return lambda i: i
+    try:
+        ranked = sorted(range(len(values)), key=lambda i: values[i])
+    except TypeError:
+        return lambda i: i
+    rank = {i: r for r, i in enumerate(ranked)}
+    return lambda i: (abs(rank[i] - rank[0]), i)

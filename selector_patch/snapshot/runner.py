@@ -5,7 +5,9 @@ Each pairwise row is turned into a `Scenario` and `AttentionParams` fields once
 moves it to its architecture, mode and switches. A named constant (`torch.float16`) is looked up
 in the loaded module, as the selector would see it. A row that names an input this release does
 not have, or that its `AttentionParams` cannot express, is answered as not expressible; a
-selection that raises in the selector's own code is answered with what it raised.
+selection that raises in the selector's own code is answered with what it raised. A machine the
+release's module does not even import on (TE 1.9 requires flash-attn 2 at import) cannot express
+any request: so answered, and a value only such machines take is dropped from the grid.
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ class Asker:
     def _ask(
         self, configuration: Configuration, switched: dict[str, str]
     ) -> tuple[Outcome, frozenset[str]]:
-        from selector_patch.harness import SelectionError, Unrepresentable
+        from selector_patch.harness import LoadError, SelectionError, Unrepresentable
 
         request = self.row(configuration.row)
         if isinstance(request, str):
@@ -120,6 +122,8 @@ class Asker:
                     outcome = self.reader.failed(unrepresentable=failure_text(error))
                 else:
                     outcome = self.reader.failed(error=failure_text(error))
+            except LoadError as error:  # not a selection: the module's import on this machine
+                outcome = self.reader.failed(unrepresentable=failure_text(error))
             else:
                 outcome = self.reader.outcome(selection)
         return outcome, frozenset(read)
@@ -194,7 +198,7 @@ def probe(loaded: "LoadedSelector", factors: list[Factor]) -> Iterator[Factor]:
     """Each factor without the values the selector cannot take alone, each tried in the plain
     call: a value that raises there, or that the release cannot express, is dropped with the
     reason (`fp8=True` without an FP8 recipe raises in TE's own code)."""
-    from selector_patch.harness import SelectionError, Unrepresentable
+    from selector_patch.harness import LoadError, SelectionError, Unrepresentable
 
     namespace = loaded.module.__dict__
     for factor in factors:
@@ -216,6 +220,8 @@ def probe(loaded: "LoadedSelector", factors: list[Factor]) -> Iterator[Factor]:
                     else "raised"
                 )
                 dropped.append((value, f"the plain call {reason}: {failure_text(error)}"))
+            except LoadError as error:  # not a selection: the module's import on this machine
+                dropped.append((value, f"the release does not import: {failure_text(error)}"))
             else:
                 kept.append(value)
         yield factor._replace(levels=tuple(kept), dropped=tuple(dropped))

@@ -61,8 +61,13 @@ def _c_type(parameter: Parameter):
 class FusedQuery:
     """One `get_fused_attn_backend`, compiled: the trampoline at `path` taking `parameters`."""
 
-    def __init__(self, parameters: Sequence[Parameter], path: Path) -> None:
+    def __init__(
+        self, parameters: Sequence[Parameter], path: Path, source: str | None = None
+    ) -> None:
         self.parameters = tuple(parameters)
+        #: The translation unit's text, where it was built from TE's source (its comparisons
+        #: join the history miner's grid); None for a trampoline into a compiled library.
+        self.source = source
         self._callbacks: dict[Callable, object] = {}
         self._local = threading.local()
         compiled = ctypes.CDLL(str(path))
@@ -141,4 +146,4 @@ def load(root: Path) -> FusedQuery:
     """The compiled query of the tree at `root` (the directory holding `transformer_engine/`),
     built and compiled on first use in this process; a `CxxError` when it cannot be run."""
     unit = build(root)
-    return FusedQuery(unit.parameters, library(unit))
+    return FusedQuery(unit.parameters, library(unit), unit.text)
