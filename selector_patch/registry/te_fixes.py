@@ -32,8 +32,8 @@ KV_CACHE_CALL = {**INFERENCE, "kv_cache": "non_paged"}
 #: A KV cache's call with more cached keys than queries, as flash-attn takes it (its causal
 #: diagonal is the bottom-right one) and a paged cache's 256-token pages divide.
 KV_CACHE_DECODE = {**KV_CACHE_CALL, "max_seqlen_kv": 512, "attn_mask_type": "causal_bottom_right"}
-#: Messages of TE's sm120 KV-cache filters (2.14: `device_compute_capability in ((8, 9), (12,
-#: 0))` for FusedAttention, `== (12, 0)` for FlashAttention).
+#: TE's sm120 KV-cache filters (2.14: `device_compute_capability in ((8, 9), (12, 0))` for
+#: FusedAttention, `== (12, 0)` for FlashAttention), from a PR whose title is a feature's.
 KV_CACHE_SM120_FIX = TeFix(
     commit="487d68c02",
     pr=2693,
@@ -46,7 +46,8 @@ KV_CACHE_SM120_FIX = TeFix(
     te_last_lacking="2.13.0",
     reference="[PyT] [Common] Enable sm120 support for fused attn if cuDNN is 9.18.1+",
 )
-#: TE's first sm120 pass (#2320, in 2.9.0): FP8 and MLA's backward switched off there.
+#: TE's first sm120 pass (#2320; in the 2.9.0 wheel, while TE main's tags have it from 2.10):
+#: FP8 and MLA's backward switched off there.
 SM120_BACKENDS_FIX = TeFix(
     commit="490a5f41a",
     pr=2320,
@@ -61,8 +62,8 @@ FP8_DPA = {"fp8_recipe": "DelayedScaling", "fp8_dpa": True}
 
 
 #: The newest release whose own fused-attention answer the suite runs (its compiled library):
-#: where an sm121 gap is shown reachable. On 2.20.2, six of the seven are too, TE's v2 query
-#: leaving cuDNN's own support check assumed (T3HD/TH3D is refused there by its rules).
+#: where an sm121 gap is shown reachable. On 2.20.2 six of the seven are too (T3HD/TH3D is
+#: not), with TE's v2 query answering and cuDNN's own support check assumed.
 NEWEST_ANSWERED = "2.19.0"
 
 
