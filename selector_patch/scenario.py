@@ -12,6 +12,7 @@ vocabulary keeps those three judges comparable.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any, Callable, Collection, Mapping
 
@@ -76,6 +77,8 @@ _REQUEST_INPUTS = (
     "batch_size", "num_heads", "num_gqa_groups", "max_seqlen_q", "max_seqlen_kv", "qkv_layout",
     "attn_mask_type",
 )  # fmt: skip
+#: The inputs whose product is the `bhss` trigger input.
+BHSS_FIELDS = ("batch_size", "num_heads", "max_seqlen_q", "max_seqlen_kv")
 #: Inputs a hazard trigger may talk about, and how each is read off a scenario.
 INPUTS: dict[str, Callable[["Scenario"], Any]] = {
     **{name: operator.attrgetter(name) for name in (*_REQUEST_INPUTS, *OPTIONAL_FEATURES)},
@@ -86,7 +89,7 @@ INPUTS: dict[str, Callable[["Scenario"], Any]] = {
     #: Multi-latent attention: the query/key and value head dims differ.
     "mla": lambda s: s.head_dim_qk != s.head_dim_v,
     #: batch x heads x query length x key length: what cuDNN's workspace grows with.
-    "bhss": lambda s: s.batch_size * s.num_heads * s.max_seqlen_q * s.max_seqlen_kv,
+    "bhss": lambda s: math.prod(getattr(s, factor) for factor in BHSS_FIELDS),
 }
 #: Inputs holding a torch dtype, kept by its name (`"float8_e4m3fn"`) so that a scenario stays
 #: plain data; TE's own `torch.float16` is accepted and stored by its name.

@@ -36,6 +36,7 @@ from selector_patch import versions
 from selector_patch.config import DEFAULT_SELECTOR_FUNCTIONS
 from selector_patch.roles import ROLES
 from selector_patch.scenario import (
+    BHSS_FIELDS,
     DTYPE_INPUTS,
     HELD_AS_IS,
     INPUTS,
@@ -67,8 +68,6 @@ IMMUTABLE_LITERALS = (str, bytes, int, float, complex, bool, type(None))
 _UNSET = object()
 #: Trigger inputs derived from both head dims.
 HEAD_DIM_INPUTS = ("padded_head_dim", "mla")
-#: The `AttentionParams` fields whose product is the `bhss` input.
-BHSS_FIELDS = ("batch_size", "num_heads", "max_seqlen_q", "max_seqlen_kv")
 
 
 class KVCache:

@@ -225,9 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             versions = releases(release_names(args.te_history))
         written = _ReportFile(args.report)
-        result, grid = mine(
-            versions, args.te_cxx, max(args.workers, 1), args.quiet, written.add
-        )
+        result, grid = mine(versions, args.te_cxx, max(args.workers, 1), args.quiet, written.add)
         lacking = None
         if args.fork is not None:
             lacking = fork_lacks(args.fork, grid, result["changes"], args.te_cxx)

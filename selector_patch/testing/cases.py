@@ -20,7 +20,7 @@ import pytest
 
 from selector_patch.config import load_config
 from selector_patch.registry import HAZARDS, ISOLATING_ENV, PACKAGE_FIELD, Control, Hazard
-from selector_patch.scenario import Scenario
+from selector_patch.scenario import BHSS_FIELDS, Scenario
 from selector_patch.testing.inputs import keyword_inputs
 
 WITNESS, CONTROL = "witness", "control"
@@ -30,7 +30,7 @@ SPELT_AS = {
     "padded_head_dim": HEAD_DIMS,
     "mla": HEAD_DIMS,
     "sliding_window": ("window_size",),
-    "bhss": ("batch_size", "num_heads", "max_seqlen_q", "max_seqlen_kv"),
+    "bhss": BHSS_FIELDS,
 }
 #: How an id says a boolean input, true and false.
 BOOL_WORDS = {
