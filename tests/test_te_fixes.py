@@ -1,9 +1,12 @@
 """TE's own later fixes, shown on TE's own code: each hazard of `te_fixes` is reachable on the
-last release lacking the fix (its selector and its C++ fused-attention query, compiled from
-`../shared/te-cxx`) and not on the first release with it, where every control keeps the backend.
+last release lacking the fix (its selector, and its fused-attention query from `../shared/te-cxx`
+or the release's compiled library) and not on the first release with it, where every control
+keeps the backend. Then every mode that guards them: the runtime patch, the codemod with
+`--te-fixes` (its guard proven by TE's code and laid out as black would), flake8 with `te-fixes
+= true`, `verify --te-fixes`, the pytest plugin's cases and the rule pages.
 
 An sm121 entry has no release with the fix: TE's sm120 filters leave sm121 out through 2.20.2,
-so it is reachable on the newest release whose C++ is at hand.
+so it is shown on the newest release whose own fused answer the suite runs.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ import selector_patch
 from codemods.apply import transform
 from codemods.plan import ALREADY_GUARDED, INSERTED, NOT_APPLICABLE, plan_insertions
 from conftest import NO_TE_CXX
-from lint_plugin.engine.analysis import analyze_hazards
 from lint_plugin.docs import DOCS
+from lint_plugin.engine.analysis import analyze_hazards
 from lint_plugin.engine.dialect import find_selectors
 from lint_plugin.rules import TE_FIX_RULES
 from selector_patch.__main__ import main as selector_patch_cli
@@ -69,6 +72,19 @@ def test_sm121_gaps_name_the_sm120_fix_they_fall_outside():
     assert all("leaves sm121 out" in hazard.evidence.reference for hazard in gaps)
 
 
+def assert_controls_kept(guarded, unpatched, hazard) -> None:
+    """Every control of `hazard` selects on `guarded` what it selects on `unpatched`, unless it
+    lies inside a hazard that is guarded too: then not that one's backend."""
+    for witness in hazard.witnesses():
+        for control, scenario in hazard.control_scenarios(witness):
+            got = guarded.select(scenario)
+            others = {other.backend for other in GUARDED if other.triggered_by(scenario)}
+            if others:
+                assert got.role not in others, control.name
+            else:
+                assert got == unpatched.select(scenario), control.name
+
+
 @pytest.fixture(scope="module")
 def patched(release):
     """`patched(version)`: a fresh load of the release with `install()`'s defaults applied."""
@@ -96,15 +112,7 @@ def test_the_runtime_patch_filters_the_witnesses_and_keeps_the_controls(
     version = hazard.evidence.te_last_lacking
     report = verify_hazard(patched(version), hazard)
     assert report.witnesses and not report.reachable, report.summary()
-    unpatched = load_te_selector(version).loaded
-    for witness in hazard.witnesses():
-        for control, scenario in hazard.control_scenarios(witness):
-            got = patched(version).select(scenario)
-            others = {other.backend for other in GUARDED if other.triggered_by(scenario)}
-            if others:
-                assert got.role not in others, control.name
-            else:
-                assert got == unpatched.select(scenario), control.name
+    assert_controls_kept(patched(version), load_te_selector(version).loaded, hazard)
 
 
 @pytest.mark.parametrize("hazard", FIXED, ids=[hazard.id for hazard in FIXED])
@@ -158,15 +166,7 @@ def test_after_the_codemod_the_last_release_lacking_the_fix_filters_it(
     assert statuses[hazard.id] == INSERTED
     report = verify_hazard(selector, hazard)
     assert report.witnesses and not report.reachable, report.summary()
-    unpatched = load_te_selector(version).loaded
-    for witness in hazard.witnesses():
-        for control, scenario in hazard.control_scenarios(witness):
-            got = selector.select(scenario)
-            others = {other.backend for other in GUARDED if other.triggered_by(scenario)}
-            if others:
-                assert got.role not in others, control.name
-            else:
-                assert got == unpatched.select(scenario), control.name
+    assert_controls_kept(selector, load_te_selector(version).loaded, hazard)
     assert black.format_str(patched, mode=black.Mode(line_length=100)) == patched
 
 
