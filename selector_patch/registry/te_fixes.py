@@ -251,7 +251,7 @@ FUSED_DETERMINISTIC_BLACKWELL = Hazard(
     id="TEA057",
     backend="FUSED",
     title=(
-        "FusedAttention chosen for deterministic training on sm100+ with cuDNN < 9.18.1"
+        "FusedAttention chosen for deterministic training on SM 10.x / 11.0 with cuDNN < 9.18.1"
         " (its backward is not deterministic)"
     ),
     architectures=SM10X_SM11X,
