@@ -13,11 +13,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from lint_plugin.rules import RULES, TE_FIX_RULES, Rule
+from lint_plugin.rules import RULES, Rule, hazard_rule
 from selector_patch.registry import HAZARDS, TE_FIXES, Hazard, TeFix
 from selector_patch.scenario import Scenario
 
-#: Every page's rule: the lint codes', then TE's fixes' (`te-fixes = true`).
+#: TE's own later fixes' rules, made here rather than with `RULES`: flake8 reports them only
+#: where `te-fixes = true` (then `hazard_rule` words each finding), and their examples are the
+#: fixes' witnesses (`tests/test_te_fixes.py`), not selectors.
+TE_FIX_RULES = {hazard.id: hazard_rule(hazard) for hazard in TE_FIXES}
+#: Every page's rule: the lint codes', then TE's fixes'.
 ALL_RULES = {**RULES, **TE_FIX_RULES}
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules"

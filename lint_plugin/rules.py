@@ -12,7 +12,7 @@ from __future__ import annotations
 
 
 from selector_patch.records import TupleRecord
-from selector_patch.registry import HAZARDS, TE_FIXES, Hazard, TeFix
+from selector_patch.registry import HAZARDS, Hazard, TeFix
 
 FIX_COMMAND = "python -m codemods.apply"
 
@@ -114,10 +114,6 @@ def _coverage_rule(code: str, topic: str, input_name: str) -> Rule:
         " cannot run, or delegate to a backend query that is passed that input.",
     )
 
-
-#: TE's own later fixes' rules: flake8 reports them where `te-fixes = true`; they have
-#: pages, and their examples are the fixes' witnesses (`tests/test_te_fixes.py`), not selectors.
-TE_FIX_RULES: dict[str, Rule] = {hazard.id: hazard_rule(hazard) for hazard in TE_FIXES}
 
 RULES: dict[str, Rule] = {
     rule.code: rule

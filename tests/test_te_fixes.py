@@ -24,10 +24,9 @@ import selector_patch
 from codemods.apply import transform
 from codemods.plan import ALREADY_GUARDED, INSERTED, NOT_APPLICABLE, plan_insertions
 from conftest import NO_TE_CXX
-from lint_plugin.docs import DOCS
+from lint_plugin.docs import DOCS, TE_FIX_RULES
 from lint_plugin.engine.analysis import analyze_hazards
 from lint_plugin.engine.dialect import find_selectors
-from lint_plugin.rules import TE_FIX_RULES
 from selector_patch.__main__ import main as selector_patch_cli
 from selector_patch.config import Config, with_te_fixes
 from selector_patch.harness import load_selector

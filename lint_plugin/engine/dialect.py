@@ -38,6 +38,7 @@ from selector_patch.roles import ROLES
 from selector_patch.scenario import (
     BHSS_FIELDS,
     DTYPE_INPUTS,
+    FEATURE_FIELDS,
     HELD_AS_IS,
     INPUTS,
     OPTIONAL_FEATURES,
@@ -66,6 +67,9 @@ PURE_IMPORTS = {
 IMMUTABLE_LITERALS = (str, bytes, int, float, complex, bool, type(None))
 #: Not looked up yet (a role's answer may be None).
 _UNSET = object()
+#: Optional features and the `AttentionParams` fields that carry them (a KV cache is
+#: `inference_params`): the plain call keeps each at its dataclass default.
+OPTIONAL_FIELDS = frozenset(OPTIONAL_FEATURES).union(*FEATURE_FIELDS.values())
 #: Trigger inputs derived from both head dims.
 HEAD_DIM_INPUTS = ("padded_head_dim", "mla")
 
@@ -379,7 +383,7 @@ class Dialect:
         """
         fields = set(Scenario.FIELDS)
         fields.update(self._scalar_inputs.values(), self.head_dim_fields)
-        return frozenset((fields - set(OPTIONAL_FEATURES)) & self.param_fields)
+        return frozenset((fields - OPTIONAL_FIELDS) & self.param_fields)
 
     @cached_property
     def module_imports(self) -> frozenset[str]:
