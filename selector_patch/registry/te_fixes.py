@@ -743,6 +743,40 @@ FA4_SM100_HD256_SLIDING_WINDOW = Hazard(
     te_releases="2.15 - 2.17",
 )
 
+FA4_SM100_HD512 = Hazard(
+    id="TEA080",
+    backend="FA4",
+    title="FlashAttention 4 chosen for symmetric head dim 512 on SM 10.x / 11.0",
+    architectures=SM10X_SM11X,
+    triggers=(Condition("head_dim_qk", "==", 512), Condition("head_dim_v", "==", 512)),
+    message=(
+        "Disabling FlashAttention 4 for unsupported symmetric head_dim=512 on SM100/SM110: its"
+        " forward kernel exceeds its TMEM allocation."
+    ),
+    section="compute_capability",
+    evidence=TeFix(
+        commit="7d0365b35",
+        pr=3341,
+        te_fixed_in="2.19.0",
+        layer="python",
+        failure=(
+            "FA4's validator currently accepts symmetric (512, 512) on SM100/SM110, but the"
+            " generic forward kernel exceeds its TMEM allocation for that shape."
+        ),
+        te_last_lacking="2.18.0",
+        reference="came inside Stabilize FlashAttention CI environments",
+        package="flash-attn-4",
+    ),
+    kernel_version="4.0.0b24",
+    witness_shapes=({"head_dim_qk": 512, "head_dim_v": 512},),
+    controls=(
+        Control("MLA-absorbed (64, 512)", {"head_dim_qk": 64, "head_dim_v": 512}),
+        Control("head dim 128", {"head_dim_qk": 128, "head_dim_v": 128}),
+        Control("sm90", {"compute_capability": (9, 0)}),
+    ),
+    te_releases="2.16 - 2.18 (where TE defers to FA4's validator, which accepts (512, 512))",
+)
+
 TE_FIXES: tuple[Hazard, ...] = (
     FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN,
     FUSED_CUDNN_9_10_F16,
@@ -768,4 +802,5 @@ TE_FIXES: tuple[Hazard, ...] = (
     FUSED_CUDNN_9_10_0_FP8,
     FUSED_DETERMINISTIC_THD_WORKSPACE_SM90,
     FA4_SM100_HD256_SLIDING_WINDOW,
+    FA4_SM100_HD512,
 )
