@@ -15,6 +15,7 @@ import ast
 import json
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import black
@@ -30,11 +31,13 @@ from lint_plugin.engine.dialect import find_selectors
 from selector_patch.__main__ import main as selector_patch_cli
 from selector_patch.config import Config, with_te_fixes
 from selector_patch.harness import load_selector
-from selector_patch.registry import HAZARDS, TE_FIXES, Hazard, TeFix
+from selector_patch.registry import HAZARDS, TE_FIXES, Hazard, TeFix, get_hazard
 from selector_patch.testing import assert_case, hazard_cases
 from selector_patch.verify import verify_hazard
 
 pytestmark = pytest.mark.skipif(NO_TE_CXX is not None, reason=NO_TE_CXX or "")
+#: #2344's illegal memory access under CUDA graph capture (TE 2.10's `cuda_graph` field).
+FUSED_CUDA_GRAPH = get_hazard("TEA081")
 #: What the runtime patch guards by default, and the codemod with `--te-fixes`.
 GUARDED = (*HAZARDS, *TE_FIXES)
 
@@ -252,3 +255,35 @@ def test_a_recipe_the_release_refuses_is_not_expressible_there(load_te_selector)
 def test_a_te_fix_reads_back_from_its_toml_form():
     for hazard in TE_FIXES:
         assert Hazard.from_mapping(hazard.to_mapping()) == hazard, hazard.id
+
+
+def test_the_capture_signal_tells_a_call_under_capture_apart(monkeypatch, release):
+    """Before TE 2.10 the params say nothing of CUDA graph capture, so TE's backend cache would
+    reuse a selection made outside capture (TEA081, #2344). The runtime patch gives them TE
+    2.10's `cuda_graph` field, asked of TE's own `is_graph_capturing()` as they are built, and
+    the params then differ (the cache reselects); the codemod writes the same field."""
+    capturing = {"now": False}
+    graph = types.ModuleType("transformer_engine.pytorch.graph")
+    graph.is_graph_capturing = lambda: capturing["now"]
+    monkeypatch.setitem(sys.modules, graph.__name__, graph)
+    module = load_selector(release("2.9.0")).module
+    selector_patch.install(module)
+    try:
+        outside = module.AttentionParams()
+        capturing["now"] = True
+        inside = module.AttentionParams()
+        assert (outside.cuda_graph, inside.cuda_graph) == (False, True) and outside != inside
+    finally:
+        selector_patch.uninstall(module)
+    patched, _ = transform(release("2.9.0").path.read_text(encoding="utf-8"), [FUSED_CUDA_GRAPH])
+    assert "cuda_graph = attention_params.cuda_graph" in patched
+    assert "default_factory=lambda: te.pytorch.graph.is_graph_capturing()" in patched
+
+
+def test_a_selector_without_te_at_hand_cannot_take_the_capture_signal_and_says_why(release):
+    code = release("2.9.0").path.read_text(encoding="utf-8")
+    code = code.replace("import transformer_engine as te\n", "")
+    assert plan_insertions(code, [FUSED_CUDA_GRAPH]).statuses["TEA081"] == NOT_APPLICABLE
+    module = ast.parse(code)
+    verdict = analyze_hazards(module, find_selectors(module)[0], [FUSED_CUDA_GRAPH])[0]
+    assert "unguardable here" in verdict.detail and "`cuda_graph`" in verdict.detail

@@ -37,6 +37,7 @@ from selector_patch.config import DEFAULT_SELECTOR_FUNCTIONS
 from selector_patch.roles import ROLES
 from selector_patch.scenario import (
     BHSS_FIELDS,
+    KV_TILE_REMAINDER,
     DTYPE_INPUTS,
     FEATURE_FIELDS,
     HELD_AS_IS,
@@ -58,6 +59,10 @@ PARAMS_CLASS = "AttentionParams"
 BACKWARD_FIELD = "requires_backward"
 #: torch's query of the autograd state, for a selector that asks it directly.
 GRAD_MODE_QUERY = "is_grad_enabled"
+#: The field that says the call runs under CUDA graph capture (TE 2.10 on), and its local.
+CAPTURE_FIELD = "cuda_graph"
+#: How a module that imports `transformer_engine as te` asks TE's own capture state.
+CAPTURE_QUERY = "te.pytorch.graph.is_graph_capturing"
 #: Functions a module may import that are pure on constant arguments, by qualified name.
 PURE_IMPORTS = {
     f"packaging.version.{name}": versions.lazy("packaging.version", name)
@@ -254,6 +259,22 @@ class Dialect:
         return BACKWARD_FIELD in self.param_fields or bool(asked)
 
     @property
+    def sees_capture(self) -> bool:
+        """Whether the selector's params say the call runs under CUDA graph capture."""
+        return CAPTURE_FIELD in self.param_fields
+
+    @property
+    def can_signal_capture(self) -> bool:
+        """Whether the codemod can give the params the capture field: a dataclass to hold it,
+        and `te` bound to ask TE's own capture state with."""
+        return self.params_class is not None and any(
+            alias.name == "transformer_engine" and alias.asname == "te"
+            for node in self.module.body
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        )
+
+    @property
     def padded_head_dim(self) -> str:
         """Selector expression for the head dim flash-attn pads to."""
         if "fa2_padded_head_dim" in self.bound:
@@ -312,6 +333,12 @@ class Dialect:
             return f"{window} is not None and {window}[0] != -1"
         if name == "bhss":
             return " * ".join(self.field_expression(field) for field in BHSS_FIELDS)
+        if name == KV_TILE_REMAINDER:
+            return f"{self.field_expression('max_seqlen_kv')} % 128"
+        if name == "qkv_format":
+            return name  # the selector's own local, from its layout
+        if name == CAPTURE_FIELD:
+            return CAPTURE_FIELD  # a local from TE 2.10 on (the codemod's signal adds it before)
         return self.field_expression(self._scalar_inputs[name])
 
     def condition_source(self, condition: Condition) -> str:
@@ -353,6 +380,10 @@ class Dialect:
             return {"head_dim_qk": scenario.head_dim_qk, "head_dim_v": scenario.head_dim_v}
         if name == "bhss":
             return {factor: getattr(scenario, factor) for factor in BHSS_FIELDS}
+        if name == KV_TILE_REMAINDER:
+            return {"max_seqlen_kv": scenario.max_seqlen_kv}
+        if name == "qkv_format":
+            return {"qkv_layout": scenario.qkv_layout}
         field = self._scalar_inputs.get(name)
         if name == "kv_cache" and field in self.param_fields:
             return {field: KV_CACHE if scenario.kv_cache is not None else None}
@@ -374,6 +405,12 @@ class Dialect:
             return True
         if name == "bhss":
             return set(BHSS_FIELDS) <= self.param_fields
+        if name == KV_TILE_REMAINDER:
+            return "max_seqlen_kv" in self.param_fields
+        if name == "qkv_format":
+            return name in self.bound
+        if name == CAPTURE_FIELD:
+            return self.sees_capture or self.can_signal_capture
         return self._scalar_inputs.get(name) in self.param_fields
 
     def input_fields(self) -> frozenset[str]:

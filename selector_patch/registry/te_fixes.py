@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from selector_patch.registry.kernel_refusals import SM8X, SM10X_SM11X, SM12X
 from selector_patch.registry.model import Control, Hazard, TeFix
-from selector_patch.scenario import Condition
+from selector_patch.scenario import KV_TILE_REMAINDER, Condition
 
 #: Every architecture TE's fused attention runs on (cuDNN's arbitrary-seqlen kernels: sm80+).
 SM80_ON = (*SM8X, (9, 0), *SM10X_SM11X, *SM12X)
@@ -56,6 +56,17 @@ SM120_BACKENDS_FIX = TeFix(
     failure="Disabling FusedAttention as FP8 is not supported for compute capability = sm120",
     te_last_lacking="2.8.0",
     reference="[PyTorch] Fix attention backend and tests for `sm120`",
+)
+#: TE 2.10's two C++ filters of #2344 (the NaN and the illegal memory access); each entry
+#: quotes its own warning.
+KNOWN_IMA_AND_NANS_FIX = TeFix(
+    commit="26aad6b0f",
+    pr=2344,
+    te_fixed_in="2.10.0",
+    layer="c++",
+    failure="",
+    te_last_lacking="2.9.0",
+    reference="Disable cuDNN attention for known IMA and NaNs",
 )
 #: An FP8 attention call: the recipe's `fp8_dpa` under a `DelayedScaling` autocast.
 FP8_DPA = {"fp8_recipe": "DelayedScaling", "fp8_dpa": True}
@@ -98,17 +109,11 @@ FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN = Hazard(
         " 1024 on cuDNN 9.14.0: it gives NaN."
     ),
     section="fused_backend",
-    evidence=TeFix(
-        commit="26aad6b0f",
-        pr=2344,
-        te_fixed_in="2.10.0",
-        layer="c++",
+    evidence=KNOWN_IMA_AND_NANS_FIX.replace(
         failure=(
             "Warning: Given combination of attention mask (non-causal) and max_seqlen_kv (> 1024)"
             " does not support fused attention for cuDNN 9.14.0."
         ),
-        te_last_lacking="2.9.0",
-        reference="Disable cuDNN attention for known IMA and NaNs",
     ),
     kernel_version="",
     witness_shapes=(
@@ -777,6 +782,61 @@ FA4_SM100_HD512 = Hazard(
     te_releases="2.16 - 2.18 (where TE defers to FA4's validator, which accepts (512, 512))",
 )
 
+#: The masks with padding, which TE 2.10's CUDA-graph filter spares.
+PADDING_MASKS = ("padding", "padding_causal", "padding_causal_bottom_right")
+#: A self-attention training call whose keys end past a whole 128-token tile, BSHD, causal.
+CUDA_GRAPH_CALL = {
+    "qkv_layout": "bshd_bshd_bshd",
+    "attn_mask_type": "causal",
+    "max_seqlen_q": 1000,
+    "max_seqlen_kv": 1000,
+}
+
+FUSED_CUDA_GRAPH_UNALIGNED_KV_IMA = Hazard(
+    id="TEA081",
+    backend="FUSED",
+    title=(
+        "FusedAttention chosen for training under CUDA graph capture with max_seqlen_kv % 128 != 0"
+        " on cuDNN <= 9.15.0 (illegal memory access)"
+    ),
+    architectures=SM80_ON,
+    triggers=(
+        Condition("cuda_graph", "==", True),
+        Condition("cudnn_version", "<=", (9, 15, 0)),
+        Condition("training", "==", True),
+        Condition("qkv_format", "in", ("bshd", "sbhd")),
+        Condition(KV_TILE_REMAINDER, "!=", 0),
+        Condition("attn_mask_type", "not in", PADDING_MASKS),
+    ),
+    message=(
+        "Disabling FusedAttention for training under CUDA graph capture with a non-padding mask,"
+        " max_seqlen_kv % 128 != 0 and BSHD/SBHD on cuDNN <= 9.15.0: it needs cuDNN 9.15.1+."
+    ),
+    section="fused_backend",
+    evidence=KNOWN_IMA_AND_NANS_FIX.replace(
+        failure=(
+            "Warning: Given combination of attention mask (non-padding), max_seqlen_kv (not"
+            " divisible by 128), and qkv_format (BSHD/SBHD) for backward fused attention with"
+            " graph capture requires cuDNN 9.15.1+."
+        ),
+    ),
+    kernel_version="",
+    witness_shapes=tuple(
+        {**CUDA_GRAPH_CALL, "cudnn_version": version} for version in ((9, 15, 0), (9, 12, 0))
+    ),
+    controls=(
+        Control("cuDNN 9.15.1", {"cudnn_version": (9, 15, 1)}),
+        Control("outside capture", {"cuda_graph": False}),
+        Control("max_seqlen_kv 1024", {"max_seqlen_q": 1024, "max_seqlen_kv": 1024}),
+        Control("padding mask", {"attn_mask_type": "padding_causal"}),
+        Control("inference", {"training": False, "backward": False}),
+    ),
+    te_releases=(
+        "every release with fused attention before 2.10.0; before 2.10 the params say nothing"
+        " of capture, so the guard comes with TE 2.10's `cuda_graph` field"
+    ),
+)
+
 TE_FIXES: tuple[Hazard, ...] = (
     FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN,
     FUSED_CUDNN_9_10_F16,
@@ -803,4 +863,5 @@ TE_FIXES: tuple[Hazard, ...] = (
     FUSED_DETERMINISTIC_THD_WORKSPACE_SM90,
     FA4_SM100_HD256_SLIDING_WINDOW,
     FA4_SM100_HD512,
+    FUSED_CUDA_GRAPH_UNALIGNED_KV_IMA,
 )
