@@ -130,8 +130,8 @@ def test_the_pytest_plugins_cases_pass_on_the_first_release_with_the_fix(hazard,
     assert judged >= len(cases) // 2
 
 
-#: TE fixes whose inputs a selector's code can be asked about (an FP8 recipe's options cannot).
-STATIC = [h for h in TE_FIXES if not {c.input for c in h.triggers} & {"fp8_dpa", "fp8_recipe"}]
+#: TE fixes a selector's code can be asked about: all of them, FP8 recipes' included.
+STATIC = TE_FIXES
 
 
 @pytest.fixture(scope="module")
@@ -181,14 +181,29 @@ def test_the_first_release_with_the_fix_is_already_guarded(hazard, release):
     assert plan.statuses[hazard.id] == ALREADY_GUARDED
 
 
-def test_an_fp8_fix_is_unguardable_in_a_selector_and_says_why(release):
-    hazard = next(h for h in TE_FIXES if h not in STATIC)
-    source = release(hazard.evidence.te_last_lacking)
+FP8_CURRENT_SCALING = next(h for h in TE_FIXES if h.id == "TEA069")
+
+
+@pytest.mark.parametrize("version", ["2.2.0", "2.8.0"])
+def test_an_fp8_recipe_class_is_asked_with_the_recipes_own_predicate(version, release):
+    """TE 2.2's recipes define `float8_current_scaling()` and its selector never calls it: the
+    release the tree records says the guard can ask it; TE 2.8's selector calls it itself."""
+    source = release(version)
     code = source.path.read_text(encoding="utf-8")
-    assert plan_insertions(code, [hazard]).statuses[hazard.id] == NOT_APPLICABLE
+    plan = plan_insertions(code, [FP8_CURRENT_SCALING], te_version=source.te_version)
+    assert plan.statuses["TEA069"] == INSERTED
+    assert 'fp8_meta["recipe"].float8_current_scaling()' in plan.insertions[0].source
+
+
+def test_an_fp8_recipe_class_no_release_defines_a_predicate_for_is_unguardable(release):
+    """A copy of TE 2.2's selector alone (no recorded release, no call of the predicate) cannot
+    tell whether its recipes have `float8_current_scaling()`: unguardable there, saying why;
+    never a guard without the recipe's class."""
+    code = release("2.2.0").path.read_text(encoding="utf-8")
+    assert plan_insertions(code, [FP8_CURRENT_SCALING]).statuses["TEA069"] == NOT_APPLICABLE
     module = ast.parse(code)
-    verdict = analyze_hazards(module, find_selectors(module)[0], [hazard])[0]
-    assert "unguardable here" in verdict.detail and "runtime patch" in verdict.detail
+    verdict = analyze_hazards(module, find_selectors(module)[0], [FP8_CURRENT_SCALING])[0]
+    assert "unguardable here" in verdict.detail and "float8_current_scaling()" in verdict.detail
 
 
 def _tree(tmp_path, release, version: str) -> Path:

@@ -783,11 +783,11 @@ def _analyze_function(
             hazard.id, function.name, False, False, None, None, None,
             f"no `{absent[0]}` input: the selector's AttentionParams cannot ask for it",
         )  # fmt: skip
-    unseen = unseen_inputs(hazard, dialect.sees)
+    unseen = unseen_inputs(hazard, dialect, strategy.te_version)
     if unseen:
         return HazardVerdict(
             hazard.id, function.name, False, False, None, None, None,
-            f"unguardable here: the selector's code has no `{unseen[0]}` to test; `verify` and"
+            f"unguardable here: the selector's code has no {unseen[0]} to test; `verify` and"
             " the runtime patch judge it",
         )  # fmt: skip
     filtered = filtered_in_cxx(hazard, strategy.te_version)

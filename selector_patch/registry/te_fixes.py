@@ -136,6 +136,8 @@ FUSED_CUDNN_9_10_F16 = Hazard(
     triggers=(
         Condition("cudnn_version", "in", ((9, 10, 0), (9, 10, 1))),
         Condition("qkv_dtype", "in", ("bfloat16", "float16")),
+        #: FP8 attention casts BF16/FP16 inputs to FP8 before TE's C++ sees them (TEA071).
+        Condition("fp8_dpa", "==", False),
     ),
     message="Disabling FusedAttention for FP16/BF16 on cuDNN 9.10.0/9.10.1: known SDPA bugs.",
     section="fused_backend",
@@ -153,6 +155,7 @@ FUSED_CUDNN_9_10_F16 = Hazard(
     controls=(
         Control("cuDNN 9.10.2", {"cudnn_version": (9, 10, 2)}),
         Control("cuDNN 9.9.0", {"cudnn_version": (9, 9, 0)}),
+        Control("FP8 attention on cuDNN 9.10.1", {**FP8_DPA, "cudnn_version": (9, 10, 1)}),
     ),
     te_releases="every release before 2.6",
 )
@@ -567,8 +570,8 @@ FUSED_FP8_CURRENT_SCALING_OLD_CUDNN = Hazard(
     title="FusedAttention chosen for FP8 current scaling with cuDNN < 9.14.0",
     architectures=SM10X_SM11X,
     triggers=(
-        Condition("fp8_recipe", "==", "Float8CurrentScaling"),
         Condition("fp8_dpa", "==", True),
+        Condition("fp8_recipe", "==", "Float8CurrentScaling"),
         Condition("cudnn_version", "<", (9, 14, 0)),
     ),
     message="Disabling FusedAttention for FP8 current scaling with cuDNN < 9.14.0",
