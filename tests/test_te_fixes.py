@@ -169,6 +169,22 @@ def test_after_the_codemod_the_last_release_lacking_the_fix_filters_it(
     assert black.format_str(patched, mode=black.Mode(line_length=100)) == patched
 
 
+#: The fixes on FP8 recipe state, and releases of each way of reading it: 1.9 (`fp8_meta`
+#: alone), 2.2 (recipes with `float8_current_scaling()` the selector never calls), 2.14 (the
+#: selector calls it; sm121 outside TE's sm120 filter).
+FP8_FIXES = [h for h in TE_FIXES if {c.input for c in h.triggers} & {"fp8_dpa", "fp8_recipe"}]
+
+
+@pytest.mark.parametrize("version", ["1.9.0.post1", "2.2.0", "2.14.0"])
+def test_after_the_codemod_no_fp8_fix_is_reachable(version, codemod_of):
+    """Beyond the last release lacking each fix: every release, however its selector reads the
+    recipe, keeps no witness of the FP8 fixes after the codemod, as TE's own code runs it."""
+    _, statuses, selector = codemod_of(version)
+    for hazard in FP8_FIXES:
+        report = verify_hazard(selector, hazard)
+        assert not report.reachable, (statuses[hazard.id], report.summary())
+
+
 FIXED_STATIC = [hazard for hazard in STATIC if hazard.evidence.te_fixed_in]
 
 
