@@ -746,6 +746,58 @@ FA4_SM100_HD256_SLIDING_WINDOW = Hazard(
     te_releases="2.15 - 2.17",
 )
 
+FUSED_FP8_TRAINING_SM90_HEAD_DIM = Hazard(
+    id="TEA074",
+    backend="FUSED",
+    title=(
+        "FusedAttention chosen for FP8 training on sm90 with a head dim other than 128 (cuDNN's"
+        " FP8 backward there takes d=128 only)"
+    ),
+    architectures=((9, 0),),
+    triggers=(
+        Condition("fp8_dpa", "==", True),
+        Condition("training", "==", True),
+        Condition("head_dim_qk", "!=", 128),
+    ),
+    message=(
+        "Disabling FusedAttention for FP8 training on sm90 with head_dim != 128: cuDNN's FP8"
+        " backward supports d=128 only."
+    ),
+    section="fused_backend",
+    evidence=TeFix(
+        commit="33b4fa708",
+        pr=2148,
+        te_fixed_in="2.8.0",
+        layer="c++",
+        failure="sm90: fwd d<=256, bwd d=128 only",
+        te_last_lacking="2.7.0",
+        reference=(
+            "came inside [PyTorch] Add sink attention support from cuDNN (#2148; on main"
+            " 5e4e0b2c3, first tagged in 2.9), without a fix title: TE's C++ had said since 2.1"
+            " that sm90's FP8 backward takes d=128 only (`TODO (cyang): add is_training to"
+            " nvte_get_fused_attn_backend`) and now tests is_training"
+        ),
+    ),
+    kernel_version="",
+    witness_shapes=(
+        {**FP8_DPA, "head_dim_qk": 64, "head_dim_v": 64},
+        {**FP8_DPA, "head_dim_qk": 256, "head_dim_v": 256},
+    ),
+    controls=(
+        Control("head dim 128", {"head_dim_qk": 128, "head_dim_v": 128}),
+        Control("inference", INFERENCE),
+        Control("no FP8", {"fp8_recipe": None, "fp8_dpa": False}),
+    ),
+    te_releases="2.1 (cuDNN 9.7's FP8 head dims up to 256 on sm90) - 2.7",
+)
+
+#: Not registered: TE 2.8's FA3 head/group and FP8 checks (`_is_fa3_supported`, #1907
+#: c334fc46b, "[PyTorch] Support FA3 for MLA and with CP") are a policy, not a fix. Its
+#: `num_heads % num_gqa_groups != 0` test switches FA3 off for a request TE 2.7 picks it for,
+#: but which `DotProductAttention` never makes (its `__init__` asserts
+#: `num_attention_heads % self.num_gqa_groups == 0`); its FP8 `head_dim_v > 256` test is the
+#: new FA3 MLA support's own filter (TE 2.7 switches FA3 off above head dim 128).
+
 TE_FIXES: tuple[Hazard, ...] = (
     FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN,
     FUSED_CUDNN_9_10_F16,
@@ -771,4 +823,5 @@ TE_FIXES: tuple[Hazard, ...] = (
     FUSED_CUDNN_9_10_0_FP8,
     FUSED_DETERMINISTIC_THD_WORKSPACE_SM90,
     FA4_SM100_HD256_SLIDING_WINDOW,
+    FUSED_FP8_TRAINING_SM90_HEAD_DIM,
 )
