@@ -222,6 +222,29 @@ def test_an_fp8_recipe_class_no_release_defines_a_predicate_for_is_unguardable(r
     assert "unguardable here" in verdict.detail and "float8_current_scaling()" in verdict.detail
 
 
+@pytest.mark.parametrize("hazard_id, version", [("TEA074", "1.13.0"), ("TEA069", "2.5.0")])
+def test_a_release_that_never_makes_the_request_needs_no_guard(
+    hazard_id, version, release, load_te_selector
+):
+    """TE 1.13's C++ offers FP8 fused attention no head dim but 64 and 128; TE 2.5's
+    `Float8CurrentScaling` refuses `fp8_dpa`: TE's own code selects the backend for no witness,
+    and the analysis, told the release, says so rather than asking for a guard."""
+    hazard = next(h for h in TE_FIXES if h.id == hazard_id)
+    assert not hazard.evidence.makes(version) and hazard.evidence.makes(
+        hazard.evidence.te_last_lacking
+    )
+    assert not verify_hazard(load_te_selector(version).loaded, hazard).reachable
+    source = release(version)
+    code = source.path.read_text(encoding="utf-8")
+    plan = plan_insertions(code, [hazard], te_version=source.te_version)
+    assert plan.statuses[hazard_id] == NOT_APPLICABLE
+    module = ast.parse(code)
+    verdict = analyze_hazards(
+        module, find_selectors(module)[0], [hazard], te_version=source.te_version
+    )[0]
+    assert "never makes this request" in verdict.detail
+
+
 def _tree(tmp_path, release, version: str) -> Path:
     """A fork's tree holding TE `version`'s selector and its recorded release, with TE's
     fixes switched on for the linter (`te-fixes = true`)."""

@@ -584,6 +584,8 @@ FUSED_FP8_CURRENT_SCALING_OLD_CUDNN = Hazard(
         failure="Disabling FusedAttention for FP8 current scaling with cuDNN < 9.14.0",
         te_last_lacking="2.8.0",
         reference="[PyTorch] Bump minimum cuDNN version for fused attention with FP8 current scaling",
+        #: 2.2 introduced the recipe; 2.4 - 2.7's `Float8CurrentScaling` asserts against fp8_dpa.
+        te_reachable=">=2.2,!=2.4.*,!=2.5.*,!=2.6.*,!=2.7.*",
     ),
     kernel_version="",
     witness_shapes=({"cudnn_version": (9, 13, 0)},),
@@ -777,6 +779,8 @@ FUSED_FP8_TRAINING_SM90_HEAD_DIM = Hazard(
             " that sm90's FP8 backward takes d=128 only (`TODO (cyang): add is_training to"
             " nvte_get_fused_attn_backend`) and now tests is_training"
         ),
+        #: Before 2.1 the C++ offers FP8 fused attention d=64 (t3hd) and d=128 alone.
+        te_reachable=">=2.1",
     ),
     kernel_version="",
     witness_shapes=(
