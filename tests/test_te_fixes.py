@@ -259,25 +259,32 @@ def _tree(tmp_path, release, version: str) -> Path:
     return selector
 
 
-def test_flake8_flags_a_cxx_fix_before_its_release_and_not_from_it(tmp_path, release):
+@pytest.mark.parametrize(
+    "code, lacking, fixed, words",
+    [("TEA050", "2.9.0", "2.10.0", "cuDNN 9.14.0"), ("TEA062", "2.8.0", "2.9.0", "fp8_dpa")],
+)
+def test_flake8_flags_a_fix_before_its_release_and_not_from_it(
+    code, lacking, fixed, words, tmp_path, release
+):
     """TEA050 (#2344, TE 2.10's C++): reported on 2.9.0's selector, silent on 2.10.0's, told
-    apart by the release each tree records, with no C++ parsed."""
+    apart by the release each tree records, with no C++ parsed; TEA062 (#2320, TE 2.9's
+    selector, on FP8 recipe state): told apart by the analysis of each selector."""
     found = {}
-    for version in ("2.9.0", "2.10.0"):
+    for version in (lacking, fixed):
         lint = subprocess.run(
             [
                 sys.executable,
                 "-m",
                 "flake8",
-                "--select=TEA050",
+                f"--select={code}",
                 str(_tree(tmp_path, release, version)),
             ],
             capture_output=True,
             text=True,
         )
         found[version] = lint.stdout
-    assert "TEA050" in found["2.9.0"] and "cuDNN 9.14.0" in found["2.9.0"]
-    assert found["2.10.0"] == ""
+    assert code in found[lacking] and words in found[lacking]
+    assert found[fixed] == ""
 
 
 def test_every_te_fix_has_a_rule_page_citing_its_upstream_fix():
