@@ -62,6 +62,7 @@ from lint_plugin.engine.dispatch import (
 from lint_plugin.engine.guardable import guard_paths
 from lint_plugin.engine.indistinct import indistinct
 from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
+from lint_plugin.engine.kernel_calls import kernel_facts, wired_validator
 from lint_plugin.engine.predicates import module_functions
 from lint_plugin.engine.program import Program, function_index
 from lint_plugin.engine.settled import Settled
@@ -343,10 +344,8 @@ def joint_facts(
         cudnn = {CUDNN_VERSION_QUERY: one_of(versions, frozenset(("cudnn_version",)))}
     backward = (witness.backward for _, witness in items)
     grad_mode = one_of(backward, frozenset((BACKWARD_FIELD,)))
-    validator, validated = {}, {}
-    if given.kernels:  # the miner's runs alone: flake8's never load `kernel_calls`
-        from lint_plugin.engine.kernel_calls import kernel_facts
-
+    validator, validated = wired_validator(dialect.module_text_names), {}
+    if given.kernels:  # the miner's runs alone: flake8's never load the kernels
         validator, validated = kernel_facts([w for _, w in items], dialect.module_text_names)
     names = {**dialect.torch_dtypes, **dialect.module_names, **validator}
     installed = dialect.installed(backend)

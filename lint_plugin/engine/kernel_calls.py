@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Collection, Sequence
 
-from lint_plugin.engine.absint import Value, const
+from lint_plugin.engine.absint import Value, const, unknown
 from lint_plugin.engine.interpreter import RAISES
 from selector_patch.scenario import Scenario
 
@@ -30,14 +30,23 @@ def kernel_facts(
     release that has it."""
     versions = {witness.flash_attn_4 for witness in witnesses}
     if FA4_VALIDATOR not in text_names or len(versions) != 1 or None in versions:
-        return {}, {}
+        return wired_validator(text_names), {}
     validate = _validator(versions.pop())
     if validate is None:
-        return {}, {}
+        return wired_validator(text_names), {}
     names = {FA4_VALIDATOR: const(validate)}
     if all(_refuses(validate, witness) for witness in witnesses):
         return names, {FA4_VALIDATOR.rpartition(".")[2]: RAISES}
     return names, {}
+
+
+def wired_validator(text_names: Collection[str]) -> dict[str, Value]:
+    """The validator as known without running it (flake8, the codemod): a function, which may
+    refuse or accept. TE's import-time wiring (`backends.py`, 2.16 - 2.20.2) imports
+    `_validate_head_dims` with FA4's entry points and installs it in the branch that sets
+    `v4_is_installed`, so where FA4 is installed it is never None, and the filters TE writes
+    under it (FA4's symmetric head dim 512 on SM100, 2.19) hold on every path."""
+    return {FA4_VALIDATOR: unknown(truth=True)} if FA4_VALIDATOR in text_names else {}
 
 
 def _validator(version: str):

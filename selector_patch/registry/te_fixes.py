@@ -795,6 +795,40 @@ FUSED_FP8_TRAINING_SM90_HEAD_DIM = Hazard(
     te_releases="2.1 (cuDNN 9.7's FP8 head dims up to 256 on sm90) - 2.7",
 )
 
+FA4_SM100_HD512 = Hazard(
+    id="TEA080",
+    backend="FA4",
+    title="FlashAttention 4 chosen for symmetric head dim 512 on SM 10.x / 11.0",
+    architectures=SM10X_SM11X,
+    triggers=(Condition("head_dim_qk", "==", 512), Condition("head_dim_v", "==", 512)),
+    message=(
+        "Disabling FlashAttention 4 for unsupported symmetric head_dim=512 on SM100/SM110: its"
+        " forward kernel exceeds its TMEM allocation."
+    ),
+    section="compute_capability",
+    evidence=TeFix(
+        commit="7d0365b35",
+        pr=3341,
+        te_fixed_in="2.19.0",
+        layer="python",
+        failure=(
+            "FA4's validator currently accepts symmetric (512, 512) on SM100/SM110, but the"
+            " generic forward kernel exceeds its TMEM allocation for that shape."
+        ),
+        te_last_lacking="2.18.0",
+        reference="came inside Stabilize FlashAttention CI environments",
+        package="flash-attn-4",
+    ),
+    kernel_version="4.0.0b24",
+    witness_shapes=({"head_dim_qk": 512, "head_dim_v": 512},),
+    controls=(
+        Control("MLA-absorbed (64, 512)", {"head_dim_qk": 64, "head_dim_v": 512}),
+        Control("head dim 128", {"head_dim_qk": 128, "head_dim_v": 128}),
+        Control("sm90", {"compute_capability": (9, 0)}),
+    ),
+    te_releases="2.16 - 2.18 (where TE defers to FA4's validator, which accepts (512, 512))",
+)
+
 #: Not registered: TE 2.8's FA3 head/group and FP8 checks (`_is_fa3_supported`, #1907
 #: c334fc46b, "[PyTorch] Support FA3 for MLA and with CP") are a policy, not a fix. Its
 #: `num_heads % num_gqa_groups != 0` test switches FA3 off for a request TE 2.7 picks it for,
@@ -828,4 +862,5 @@ TE_FIXES: tuple[Hazard, ...] = (
     FUSED_DETERMINISTIC_THD_WORKSPACE_SM90,
     FA4_SM100_HD256_SLIDING_WINDOW,
     FUSED_FP8_TRAINING_SM90_HEAD_DIM,
+    FA4_SM100_HD512,
 )

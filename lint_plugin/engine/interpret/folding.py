@@ -83,6 +83,8 @@ def sized(obj: Any) -> int | None:
 
 def compare_values(op: ast.cmpop, left: Value, right: Value) -> bool | None:
     """The comparison's outcome, when it is the same for whatever both sides may be."""
+    if isinstance(op, (ast.Is, ast.IsNot)) and _truthy_against_none(left, right):
+        return isinstance(op, ast.IsNot)  # `None` is falsy: a truthy value is not it
     if left.const is not UNKNOWN:
         if right.const is not UNKNOWN:
             return compare_objects(op, left.const, right.const)
@@ -95,6 +97,14 @@ def compare_values(op: ast.cmpop, left: Value, right: Value) -> bool | None:
         return None
     outcomes = {compare_objects(op, a, b) for a in lefts for b in rights}
     return outcomes.pop() if len(outcomes) == 1 else None
+
+
+def _truthy_against_none(left: Value, right: Value) -> bool:
+    """Whether one side is `None` and the other, unknown as it may be, is known truthy (an
+    installed kernel's function, `kernel_calls.WIRED`)."""
+    return (left.const is None and right.truth is True) or (
+        right.const is None and left.truth is True
+    )
 
 
 def compare_objects(op: ast.cmpop, left: Any, right: Any) -> bool | None:
