@@ -64,7 +64,7 @@ def guard_operands(hazard: Hazard, dialect: Dialect) -> list[str]:
     operands += [
         operand
         for condition in hazard.triggers
-        if dialect.sees(condition.input)
+        if dialect.asks(condition)
         for operand in dialect.condition_operands(condition)
     ]
     operands.append(version_source(hazard, dialect))

@@ -133,8 +133,8 @@ def test_the_pytest_plugins_cases_pass_on_the_first_release_with_the_fix(hazard,
     assert judged >= len(cases) // 2
 
 
-#: TE fixes whose inputs a selector's code can be asked about (an FP8 recipe's options cannot).
-STATIC = [h for h in TE_FIXES if not {c.input for c in h.triggers} & {"fp8_dpa", "fp8_recipe"}]
+#: TE fixes a selector's code can be asked about: all of them, FP8 recipes' included.
+STATIC = TE_FIXES
 
 
 @pytest.fixture(scope="module")
@@ -172,6 +172,22 @@ def test_after_the_codemod_the_last_release_lacking_the_fix_filters_it(
     assert black.format_str(patched, mode=black.Mode(line_length=100)) == patched
 
 
+#: The fixes on FP8 recipe state, and releases of each way of reading it: 1.9 (`fp8_meta`
+#: alone), 2.2 (recipes with `float8_current_scaling()` the selector never calls), 2.14 (the
+#: selector calls it; sm121 outside TE's sm120 filter).
+FP8_FIXES = [h for h in TE_FIXES if {c.input for c in h.triggers} & {"fp8_dpa", "fp8_recipe"}]
+
+
+@pytest.mark.parametrize("version", ["1.9.0.post1", "2.2.0", "2.14.0"])
+def test_after_the_codemod_no_fp8_fix_is_reachable(version, codemod_of):
+    """Beyond the last release lacking each fix: every release, however its selector reads the
+    recipe, keeps no witness of the FP8 fixes after the codemod, as TE's own code runs it."""
+    _, statuses, selector = codemod_of(version)
+    for hazard in FP8_FIXES:
+        report = verify_hazard(selector, hazard)
+        assert not report.reachable, (statuses[hazard.id], report.summary())
+
+
 FIXED_STATIC = [hazard for hazard in STATIC if hazard.evidence.te_fixed_in]
 
 
@@ -184,14 +200,52 @@ def test_the_first_release_with_the_fix_is_already_guarded(hazard, release):
     assert plan.statuses[hazard.id] == ALREADY_GUARDED
 
 
-def test_an_fp8_fix_is_unguardable_in_a_selector_and_says_why(release):
-    hazard = next(h for h in TE_FIXES if h not in STATIC)
-    source = release(hazard.evidence.te_last_lacking)
+FP8_CURRENT_SCALING = next(h for h in TE_FIXES if h.id == "TEA069")
+
+
+@pytest.mark.parametrize("version", ["2.2.0", "2.8.0"])
+def test_an_fp8_recipe_class_is_asked_with_the_recipes_own_predicate(version, release):
+    """TE 2.2's recipes define `float8_current_scaling()` and its selector never calls it: the
+    release the tree records says the guard can ask it; TE 2.8's selector calls it itself."""
+    source = release(version)
     code = source.path.read_text(encoding="utf-8")
-    assert plan_insertions(code, [hazard]).statuses[hazard.id] == NOT_APPLICABLE
+    plan = plan_insertions(code, [FP8_CURRENT_SCALING], te_version=source.te_version)
+    assert plan.statuses["TEA069"] == INSERTED
+    assert 'fp8_meta["recipe"].float8_current_scaling()' in plan.insertions[0].source
+
+
+def test_an_fp8_recipe_class_no_release_defines_a_predicate_for_is_unguardable(release):
+    """A copy of TE 2.2's selector alone (no recorded release, no call of the predicate) cannot
+    tell whether its recipes have `float8_current_scaling()`: unguardable there, saying why;
+    never a guard without the recipe's class."""
+    code = release("2.2.0").path.read_text(encoding="utf-8")
+    assert plan_insertions(code, [FP8_CURRENT_SCALING]).statuses["TEA069"] == NOT_APPLICABLE
     module = ast.parse(code)
-    verdict = analyze_hazards(module, find_selectors(module)[0], [hazard])[0]
-    assert "unguardable here" in verdict.detail and "runtime patch" in verdict.detail
+    verdict = analyze_hazards(module, find_selectors(module)[0], [FP8_CURRENT_SCALING])[0]
+    assert "unguardable here" in verdict.detail and "float8_current_scaling()" in verdict.detail
+
+
+@pytest.mark.parametrize("hazard_id, version", [("TEA074", "1.13.0"), ("TEA069", "2.5.0")])
+def test_a_release_that_never_makes_the_request_needs_no_guard(
+    hazard_id, version, release, load_te_selector
+):
+    """TE 1.13's C++ offers FP8 fused attention no head dim but 64 and 128; TE 2.5's
+    `Float8CurrentScaling` refuses `fp8_dpa`: TE's own code selects the backend for no witness,
+    and the analysis, told the release, says so rather than asking for a guard."""
+    hazard = next(h for h in TE_FIXES if h.id == hazard_id)
+    assert not hazard.evidence.makes(version) and hazard.evidence.makes(
+        hazard.evidence.te_last_lacking
+    )
+    assert not verify_hazard(load_te_selector(version).loaded, hazard).reachable
+    source = release(version)
+    code = source.path.read_text(encoding="utf-8")
+    plan = plan_insertions(code, [hazard], te_version=source.te_version)
+    assert plan.statuses[hazard_id] == NOT_APPLICABLE
+    module = ast.parse(code)
+    verdict = analyze_hazards(
+        module, find_selectors(module)[0], [hazard], te_version=source.te_version
+    )[0]
+    assert "never makes this request" in verdict.detail
 
 
 def _tree(tmp_path, release, version: str) -> Path:
@@ -208,25 +262,32 @@ def _tree(tmp_path, release, version: str) -> Path:
     return selector
 
 
-def test_flake8_flags_a_cxx_fix_before_its_release_and_not_from_it(tmp_path, release):
+@pytest.mark.parametrize(
+    "code, lacking, fixed, words",
+    [("TEA050", "2.9.0", "2.10.0", "cuDNN 9.14.0"), ("TEA062", "2.8.0", "2.9.0", "fp8_dpa")],
+)
+def test_flake8_flags_a_fix_before_its_release_and_not_from_it(
+    code, lacking, fixed, words, tmp_path, release
+):
     """TEA050 (#2344, TE 2.10's C++): reported on 2.9.0's selector, silent on 2.10.0's, told
-    apart by the release each tree records, with no C++ parsed."""
+    apart by the release each tree records, with no C++ parsed; TEA062 (#2320, TE 2.9's
+    selector, on FP8 recipe state): told apart by the analysis of each selector."""
     found = {}
-    for version in ("2.9.0", "2.10.0"):
+    for version in (lacking, fixed):
         lint = subprocess.run(
             [
                 sys.executable,
                 "-m",
                 "flake8",
-                "--select=TEA050",
+                f"--select={code}",
                 str(_tree(tmp_path, release, version)),
             ],
             capture_output=True,
             text=True,
         )
         found[version] = lint.stdout
-    assert "TEA050" in found["2.9.0"] and "cuDNN 9.14.0" in found["2.9.0"]
-    assert found["2.10.0"] == ""
+    assert code in found[lacking] and words in found[lacking]
+    assert found[fixed] == ""
 
 
 def test_every_te_fix_has_a_rule_page_citing_its_upstream_fix():

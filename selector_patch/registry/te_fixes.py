@@ -141,6 +141,8 @@ FUSED_CUDNN_9_10_F16 = Hazard(
     triggers=(
         Condition("cudnn_version", "in", ((9, 10, 0), (9, 10, 1))),
         Condition("qkv_dtype", "in", ("bfloat16", "float16")),
+        #: FP8 attention casts BF16/FP16 inputs to FP8 before TE's C++ sees them (TEA071).
+        Condition("fp8_dpa", "==", False),
     ),
     message="Disabling FusedAttention for FP16/BF16 on cuDNN 9.10.0/9.10.1: known SDPA bugs.",
     section="fused_backend",
@@ -158,6 +160,7 @@ FUSED_CUDNN_9_10_F16 = Hazard(
     controls=(
         Control("cuDNN 9.10.2", {"cudnn_version": (9, 10, 2)}),
         Control("cuDNN 9.9.0", {"cudnn_version": (9, 9, 0)}),
+        Control("FP8 attention on cuDNN 9.10.1", {**FP8_DPA, "cudnn_version": (9, 10, 1)}),
     ),
     te_releases="every release before 2.6",
 )
@@ -572,8 +575,8 @@ FUSED_FP8_CURRENT_SCALING_OLD_CUDNN = Hazard(
     title="FusedAttention chosen for FP8 current scaling with cuDNN < 9.14.0",
     architectures=SM10X_SM11X,
     triggers=(
-        Condition("fp8_recipe", "==", "Float8CurrentScaling"),
         Condition("fp8_dpa", "==", True),
+        Condition("fp8_recipe", "==", "Float8CurrentScaling"),
         Condition("cudnn_version", "<", (9, 14, 0)),
     ),
     message="Disabling FusedAttention for FP8 current scaling with cuDNN < 9.14.0",
@@ -586,6 +589,8 @@ FUSED_FP8_CURRENT_SCALING_OLD_CUDNN = Hazard(
         failure="Disabling FusedAttention for FP8 current scaling with cuDNN < 9.14.0",
         te_last_lacking="2.8.0",
         reference="[PyTorch] Bump minimum cuDNN version for fused attention with FP8 current scaling",
+        #: 2.2 introduced the recipe; 2.4 - 2.7's `Float8CurrentScaling` asserts against fp8_dpa.
+        te_reachable=">=2.2,!=2.4.*,!=2.5.*,!=2.6.*,!=2.7.*",
     ),
     kernel_version="",
     witness_shapes=({"cudnn_version": (9, 13, 0)},),
@@ -748,6 +753,53 @@ FA4_SM100_HD256_SLIDING_WINDOW = Hazard(
     te_releases="2.15 - 2.17",
 )
 
+FUSED_FP8_TRAINING_SM90_HEAD_DIM = Hazard(
+    id="TEA074",
+    backend="FUSED",
+    title=(
+        "FusedAttention chosen for FP8 training on sm90 with a head dim other than 128 (cuDNN's"
+        " FP8 backward there takes d=128 only)"
+    ),
+    architectures=((9, 0),),
+    triggers=(
+        Condition("fp8_dpa", "==", True),
+        Condition("training", "==", True),
+        Condition("head_dim_qk", "!=", 128),
+    ),
+    message=(
+        "Disabling FusedAttention for FP8 training on sm90 with head_dim != 128: cuDNN's FP8"
+        " backward supports d=128 only."
+    ),
+    section="fused_backend",
+    evidence=TeFix(
+        commit="33b4fa708",
+        pr=2148,
+        te_fixed_in="2.8.0",
+        layer="c++",
+        failure="sm90: fwd d<=256, bwd d=128 only",
+        te_last_lacking="2.7.0",
+        reference=(
+            "came inside [PyTorch] Add sink attention support from cuDNN (#2148; on main"
+            " 5e4e0b2c3, first tagged in 2.9), without a fix title: TE's C++ had said since 2.1"
+            " that sm90's FP8 backward takes d=128 only (`TODO (cyang): add is_training to"
+            " nvte_get_fused_attn_backend`) and now tests is_training"
+        ),
+        #: Before 2.1 the C++ offers FP8 fused attention d=64 (t3hd) and d=128 alone.
+        te_reachable=">=2.1",
+    ),
+    kernel_version="",
+    witness_shapes=(
+        {**FP8_DPA, "head_dim_qk": 64, "head_dim_v": 64},
+        {**FP8_DPA, "head_dim_qk": 256, "head_dim_v": 256},
+    ),
+    controls=(
+        Control("head dim 128", {"head_dim_qk": 128, "head_dim_v": 128}),
+        Control("inference", INFERENCE),
+        Control("no FP8", {"fp8_recipe": None, "fp8_dpa": False}),
+    ),
+    te_releases="2.1 (cuDNN 9.7's FP8 head dims up to 256 on sm90) - 2.7",
+)
+
 FA4_SM100_HD512 = Hazard(
     id="TEA080",
     backend="FA4",
@@ -836,6 +888,12 @@ FUSED_CUDA_GRAPH_UNALIGNED_KV_IMA = Hazard(
         " of capture, so the guard comes with TE 2.10's `cuda_graph` field"
     ),
 )
+#: Not registered: TE 2.8's FA3 head/group and FP8 checks (`_is_fa3_supported`, #1907
+#: c334fc46b, "[PyTorch] Support FA3 for MLA and with CP") are a policy, not a fix. Its
+#: `num_heads % num_gqa_groups != 0` test switches FA3 off for a request TE 2.7 picks it for,
+#: but which `DotProductAttention` never makes (its `__init__` asserts
+#: `num_attention_heads % self.num_gqa_groups == 0`); its FP8 `head_dim_v > 256` test is the
+#: new FA3 MLA support's own filter (TE 2.7 switches FA3 off above head dim 128).
 
 TE_FIXES: tuple[Hazard, ...] = (
     FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN,
@@ -862,6 +920,7 @@ TE_FIXES: tuple[Hazard, ...] = (
     FUSED_CUDNN_9_10_0_FP8,
     FUSED_DETERMINISTIC_THD_WORKSPACE_SM90,
     FA4_SM100_HD256_SLIDING_WINDOW,
+    FUSED_FP8_TRAINING_SM90_HEAD_DIM,
     FA4_SM100_HD512,
     FUSED_CUDA_GRAPH_UNALIGNED_KV_IMA,
 )
