@@ -38,7 +38,7 @@ def _perturbations(hazard: Hazard) -> list[dict]:
         *({"env": env} for role, env in ISOLATING_ENV.items() if role != hazard.backend),
         *({field: None} for field in others),
         {"flash_attn_3": "3.0.0b1"},
-        {"fused_backend": "No_Backend"},
+        *({"fused_backend": answer} for answer in ("No_Backend", "F16_arbitrary_seqlen")),
         *({"attn_mask_type": mask} for mask in ("no_mask", "padding", "causal_bottom_right")),
         {"qkv_layout": "sbhd_sbhd_sbhd"},
         {"max_seqlen_kv": 256},
