@@ -94,6 +94,32 @@ def test_the_library_answers_as_the_source_on_a_grid(te_cxx):
     assert outcomes["answered"] > SAMPLE / 2, outcomes
 
 
+def test_a_request_asked_again_is_answered_without_the_helper(te_cxx, monkeypatch):
+    """The helper's replies are kept (`te_lib.replies`): a request asked again costs no round
+    trip, and its answer (or TE's exception) is the source's still."""
+    source = load(te_cxx / "2.18.0")
+    library = te_lib.load("2.18.0")
+    round_trips = []
+    read = library._read
+    monkeypatch.setattr(library, "_read", lambda: round_trips.append(1) or read())
+    axes = [_choices(p, library.enums) for p in library.parameters]
+    generator = random.Random(45)
+
+    def answers(query, arguments):
+        try:
+            return query(90, 91801, lambda _name: None, arguments)
+        except QueryFailure as failure:  # TE's message, after where it was thrown
+            return "threw", str(failure).partition(" in function ")[2]
+
+    for _ in range(200):
+        arguments = [generator.choice(axis) for axis in axes]
+        expected = answers(source, arguments)
+        assert answers(library, arguments) == expected, arguments
+        before = len(round_trips)
+        assert answers(library, arguments) == expected, arguments
+        assert len(round_trips) == before, arguments
+
+
 def test_select_through_the_library_equals_select_through_the_source(te_cxx, release, no_trees):
     compiled = load_selector(release("2.18.0"), te_cxx=te_cxx)
     shipped = load_selector(release("2.18.0"))

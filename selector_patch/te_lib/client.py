@@ -6,7 +6,8 @@ the backend's value and TE's printed lines or raising `QueryFailure`), for a rel
 is not at hand but whose compiled library is (`fetch`). It builds what the helper process loads
 (the trampoline from the release's headers, the stubs generated from the library, the virtual
 machine), starts the process once and keeps it for the session; calls from several threads take
-turns. The process ends when this one does (its input is closed at exit, or closes with it).
+turns. A request asked again is answered from the replies kept (`replies`), with no round trip.
+The process ends when this one does (its input is closed at exit, or closes with it).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from selector_patch.te_cxx.compiler import library, shared_library
 from selector_patch.te_cxx.errors import CxxError
 from selector_patch.te_cxx.query import QueryFailure
 from selector_patch.te_lib import stubs, verdicts
+from selector_patch.te_lib.replies import Replies
 from selector_patch.te_lib.unit import build, build_v2
 
 
@@ -64,6 +66,7 @@ class LibraryQuery:
         self._verdicts = verdicts.configured(version) if configured and version else None
         self._where = path
         self._lock = threading.Lock()
+        self._replies = Replies()
         spec = {
             "stubs": [str(stub) for stub in stubs.build(path)] if stubbed else [],
             "library": str(path),
@@ -112,8 +115,8 @@ class LibraryQuery:
             raise CxxError(self._where, f"its helper process ended (exit status {status})")
         return json.loads(line)
 
-    def _write(self, message: dict) -> None:
-        self._process.stdin.write(json.dumps(message) + "\n")
+    def _write(self, line: str) -> None:
+        self._process.stdin.write(line + "\n")
         self._process.stdin.flush()
 
     def __call__(
@@ -125,16 +128,28 @@ class LibraryQuery:
     ) -> tuple:
         """The backend's value and the lines TE printed (TE 2.20+: also the reject message and
         whether cuDNN's check was reached); `QueryFailure` when TE threw."""
+        request = json.dumps({"machine": [sm_arch, cudnn_version], "arguments": list(arguments)})
         with self._lock:
-            self._write({"machine": [sm_arch, cudnn_version], "arguments": list(arguments)})
-            while True:
-                reply = self._read()
-                if "environment" in reply:
-                    self._write({"value": environment(reply["environment"])})
-                elif "error" in reply:
-                    raise QueryFailure(reply["error"])
-                else:
-                    return self._answered(sm_arch, cudnn_version, arguments, *reply["answer"])
+            reply = self._replies.get(request, environment)
+            if reply is None:
+                reply = self._asked(request, environment)
+            if "error" in reply:
+                raise QueryFailure(reply["error"])
+            return self._answered(sm_arch, cudnn_version, arguments, *reply["answer"])
+
+    def _asked(self, request: str, environment: Callable[[str], str | None]) -> dict:
+        """The helper's reply to `request`, answering the variables TE reads meanwhile from
+        `environment`; kept with those reads (`replies`)."""
+        self._write(request)
+        reads = []
+        while True:
+            reply = self._read()
+            if "environment" not in reply:
+                self._replies.add(request, tuple(reads), reply)
+                return reply
+            value = environment(reply["environment"])
+            reads.append((reply["environment"], value))
+            self._write(json.dumps({"value": value}))
 
     def _answered(self, sm_arch, cudnn_version, arguments, backend, printed, *v2):
         """The answer as the caller takes it; TE 2.20+'s with cuDNN's verdict from the recorded
