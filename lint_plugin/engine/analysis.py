@@ -585,7 +585,12 @@ class _Strategy:
         later), that run is lost.
         """
         flag = prepared.dialect.flag(backend)
-        hazards = [hazard for hazard in self.hazards if hazard.backend == backend]
+        hazards = [
+            hazard
+            for hazard in self.hazards
+            if hazard.backend == backend
+            and _decided_unrun(prepared, hazard, self.te_version) is None
+        ]
         archs = {w.compute_capability for h in hazards for w in prepared.witnesses(h)}
         filtered = _architecture_filters(prepared, flag, archs)
         items = [
@@ -779,31 +784,10 @@ def _analyze_function(
     dialect = prepared.dialect
     role = hazard.role
     flag = dialect.flag(hazard.backend)
-    if flag is None:
-        return HazardVerdict(
-            hazard.id, function.name, False, False, None, None, None,
-            f"no {role.display} backend: the selector binds none of {', '.join(role.flags)}",
-        )  # fmt: skip
-    absent = [
-        condition.input
-        for condition in hazard.triggers
-        if not expressible(condition.input, dialect.param_fields)
-    ]
-    if absent:
-        return HazardVerdict(
-            hazard.id, function.name, False, False, None, None, None,
-            f"no `{absent[0]}` input: the selector's AttentionParams cannot ask for it",
-        )  # fmt: skip
-    unseen = unseen_inputs(hazard, dialect.sees)
-    if unseen:
-        return HazardVerdict(
-            hazard.id, function.name, False, False, None, None, None,
-            f"unguardable here: the selector's code has no `{unseen[0]}` to test; `verify` and"
-            " the runtime patch judge it",
-        )  # fmt: skip
-    filtered = filtered_in_cxx(hazard, strategy.te_version)
-    if filtered:
-        return HazardVerdict(hazard.id, function.name, True, False, None, None, None, filtered)
+    decided = _decided_unrun(prepared, hazard, strategy.te_version)
+    if decided is not None:
+        applicable, detail = decided
+        return HazardVerdict(hazard.id, function.name, applicable, False, None, None, None, detail)
     given = strategy.given
     witnesses = prepared.witnesses(hazard)
     pending = [w for w in witnesses if not strategy.proven(prepared, hazard, w)]
@@ -880,6 +864,37 @@ def _analyze_function(
         f"{role.display} (`{flag}`) is selected at no return of the {len(witnesses)} witnesses"
         f" ({archs})",
     )  # fmt: skip
+
+
+def _decided_unrun(
+    prepared: Selector, hazard: Hazard, te_version: str | None
+) -> tuple[bool, str] | None:
+    """(applicable, why) for a hazard judged without a witness run, else None: the selector
+    has no such backend, or cannot ask for one of its inputs, or its code cannot test one (a TE
+    fix on an FP8 recipe's options), or the tree's release filters it in its C++
+    (`te_release`). Such a hazard costs no run, nor a place in another's joint run
+    (`_Strategy._clear`)."""
+    dialect, role = prepared.dialect, hazard.role
+    if dialect.flag(hazard.backend) is None:
+        return (
+            False,
+            f"no {role.display} backend: the selector binds none of {', '.join(role.flags)}",
+        )
+    absent = [
+        condition.input
+        for condition in hazard.triggers
+        if not expressible(condition.input, dialect.param_fields)
+    ]
+    if absent:
+        return False, f"no `{absent[0]}` input: the selector's AttentionParams cannot ask for it"
+    unseen = unseen_inputs(hazard, dialect.sees)
+    if unseen:
+        return False, (
+            f"unguardable here: the selector's code has no `{unseen[0]}` to test; `verify` and"
+            " the runtime patch judge it"
+        )
+    filtered = filtered_in_cxx(hazard, te_version)
+    return None if filtered is None else (True, filtered)
 
 
 def guarded_together(
