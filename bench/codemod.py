@@ -8,19 +8,25 @@ least). Measured: the command's whole work on that file short of the disk write,
 (`run_one(..., "diff")`). Target: at most 2x the baseline. Then the 29-release sweep: every
 corpus release through the same path, total wall time. Medians of `--repeat` runs. With
 `--te-fixes` the command is also timed guarding TE's own later fixes (`codemods.apply
---te-fixes`), in the same run as the baseline.
+--te-fixes`), in the same run as the baseline, and then as whole processes, as a user runs
+them, with and without `--te-fixes` (`processes.codemod_processes`): `--check` on an
+already-guarded copy against an `ast.parse` process (target: at most 2x), `codemods.apply FILE`
+against a libcst parse + codegen process (target: at most 1x), at least 7 interleaved rounds.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 
 import libcst as cst
 
 from codemods.apply import run_one
 from selector_patch.config import Config, with_te_fixes
 from selector_patch.sources import CORPUS_RELEASES, read_text, resolve
+from processes import codemod_processes  # bench/processes.py, beside this script
 from timing import median_seconds  # bench/timing.py, beside this script
 
 
@@ -47,6 +53,9 @@ def main() -> None:
         guarded = median_seconds(lambda: run_one(source, fixes, "diff"), args.repeat)
         print(f"  codemods.apply --te-fixes: {guarded * 1000:8.1f} ms")
         print(f"  ratio: {guarded / baseline:.2f}x (target <= 2x)")
+        here = Path(__file__).resolve().parent.parent
+        with tempfile.TemporaryDirectory() as scratch:
+            codemod_processes(source, max(args.repeat, 7), here, Path(scratch), te_fixes=True)
 
     if not args.no_sweep:
         sources = [resolve(version) for version in CORPUS_RELEASES]

@@ -22,9 +22,10 @@ Printed:
   adds set against flake8's own checks there (the environment's bare interpreter taken off);
   target: at most 0.10x, in wall time and in instructions;
 - `codemods.apply --check` on an already-guarded selector against `python -c "import ast;
-  ast.parse(open(F).read())"` (target: at most 3x);
-- `codemods.apply FILE` on the unpatched selector (a fresh copy each run) against a process that
-  imports libcst, parses the file and writes `module.code` back (target: at most 1.5x);
+  ast.parse(open(F).read())"` (target: at most 2x), and `codemods.apply FILE` on the unpatched
+  selector (a fresh copy each run) against a process that imports libcst, parses the file and
+  writes `module.code` back (target: at most 1x): `codemod_processes`, which `codemod.py
+  --te-fixes` also runs with TE's own later fixes guarded;
 - the TEA pass with 0, 4 and 16 hazards declared in a `pyproject.toml`, the registry's with
   their architectures moved, so each is a hazard of its own (target: 16 at most 2x of none): as
   a flake8 process pays it - importing the plugin, preparing the selector and judging it, timed
@@ -57,8 +58,9 @@ from pathlib import Path
 from typing import Sequence
 
 from codemods.apply import transform
+from selector_patch.config import Config, with_te_fixes
 from selector_patch.registry import HAZARDS, Hazard
-from selector_patch.sources import resolve
+from selector_patch.sources import SelectorSource, resolve
 from timing import median_seconds  # bench/timing.py, beside this script
 
 #: A large standard-library module without a selector (about 6,000 lines).
@@ -241,6 +243,86 @@ def report_counts(measured: int, baseline: int, *, added: bool = False) -> None:
     )
 
 
+def release_tree(source: SelectorSource, text: str, tree: Path) -> Path:
+    """`text` written as `source`'s selector in `tree`, a tree that records `source`'s release
+    (wheel metadata), as a checkout or an installed TE does: the C++ fixes that release has
+    count as guarded, and nothing is matched against the releases to place the file."""
+    target = tree / source.path.relative_to(source.root)
+    target.parent.mkdir(parents=True)
+    target.write_text(text)
+    metadata = tree / f"transformer_engine-{source.te_version}.dist-info" / "METADATA"
+    metadata.parent.mkdir()
+    metadata.write_text(
+        f"Metadata-Version: 2.1\nName: transformer_engine\nVersion: {source.te_version}\n"
+    )
+    return target
+
+
+def codemod_processes(
+    source: SelectorSource,
+    repeat: int,
+    here: Path,
+    tmp: Path,
+    *,
+    te_fixes: bool = False,
+    instructions: bool = False,
+) -> None:
+    """Print `codemods.apply --check` on an already-guarded copy of `source`'s selector, in a
+    tree that records its release as a checkout does (`release_tree`), against
+    `python -c "import ast; ast.parse(open(F).read())"`, and `codemods.apply FILE` on an
+    unpatched copy (a fresh one each run) against a process that imports libcst, parses the file
+    and writes `module.code` back. With `te_fixes`, each comparison also times the command with
+    `--te-fixes` in the same rounds, on a copy guarded for TE's own later fixes too."""
+    text, version = source.path.read_text(), source.te_version
+    guarded = release_tree(source, transform(text, HAZARDS, te_version=version)[0], tmp / "plain")
+    commands = [
+        [sys.executable, "-c", f"import ast; ast.parse(open({str(guarded)!r}).read())"],
+        [sys.executable, "-m", "codemods.apply", "--check", str(guarded)],
+    ]
+    if te_fixes:
+        patched = transform(text, with_te_fixes(Config()), te_version=version)[0]
+        guarded_fixes = release_tree(source, patched, tmp / "fixes")
+        commands.append(
+            [sys.executable, "-m", "codemods.apply", "--check", "--te-fixes", str(guarded_fixes)]
+        )
+    parse, check, *checks = interleaved(commands, repeat, here)
+    report("codemods.apply --check, already guarded / ast.parse", check, parse, "<= 2x")
+    for fixed in checks:
+        report("codemods.apply --check --te-fixes, guarded so / ast.parse", fixed, parse, "<= 2x")
+    if instructions:
+        parsed, *checked = counted(commands, here)
+        for count in checked:
+            report_counts(count, parsed)
+
+    target = tmp / "target.py"
+    copy = f"import shutil; shutil.copyfile({str(source.path)!r}, {str(target)!r})"
+    libcst = (
+        "import libcst, pathlib; p = pathlib.Path({!r});"
+        " p.write_text(libcst.parse_module(p.read_text()).code)"
+    ).format(str(target))
+
+    def apply(*options: str) -> list[str]:
+        argv = ["codemods.apply", *options, str(target)]
+        run = (
+            f"import runpy, sys; sys.argv = {argv!r};"
+            " runpy.run_module('codemods.apply', run_name='__main__')"
+        )
+        return [sys.executable, "-c", f"{copy}; {run}"]
+
+    commands = [[sys.executable, "-c", f"{copy}; {libcst}"], apply()]
+    if te_fixes:
+        commands.append(apply("--te-fixes"))
+    codegen, applied, *applied_fixes = interleaved(commands, repeat, here)
+    title = "codemods.apply FILE{}, unpatched / libcst parse + codegen (both copy the file first)"
+    report(title.format(""), applied, codegen, "<= 1x")
+    for fixed in applied_fixes:
+        report(title.format(" --te-fixes"), fixed, codegen, "<= 1x")
+    if instructions:
+        generated, *written = counted(commands, here)
+        for count in written:
+            report_counts(count, generated)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", nargs="?", default="2.20.2")
@@ -277,7 +359,7 @@ def main() -> None:
         from twins import measure  # bench/twins.py, which reuses this module's helpers
 
         (tmp / "twins").mkdir()
-        measure(source.path, max(repeat, 15), args.instructions, tmp / "twins")
+        measure(source, max(repeat, 15), args.instructions, False, tmp / "twins")
 
         print("  what the plugin itself costs there, inside a fresh process (median):")
         plain_cost, selector_cost = own_cost([plain, selector], repeat)
@@ -288,42 +370,7 @@ def main() -> None:
             " difference of two processes)"
         )
 
-        guarded = tmp / "guarded.py"
-        guarded.write_text(transform(source.path.read_text(), HAZARDS)[0])
-        commands = [
-            [sys.executable, "-c", f"import ast; ast.parse(open({str(guarded)!r}).read())"],
-            [sys.executable, "-m", "codemods.apply", "--check", str(guarded)],
-        ]
-        parse, check = interleaved(commands, repeat, here)
-        report("codemods.apply --check, already guarded / ast.parse", check, parse, "<= 3x")
-        if args.instructions:
-            parsed, checked = counted(commands, here)
-            report_counts(checked, parsed)
-
-        target = tmp / "target.py"
-        copy = f"import shutil; shutil.copyfile({str(source.path)!r}, {str(target)!r})"
-        libcst = (
-            "import libcst, pathlib; p = pathlib.Path({!r});"
-            " p.write_text(libcst.parse_module(p.read_text()).code)"
-        ).format(str(target))
-        apply = (
-            f"import runpy, sys; sys.argv = ['codemods.apply', {str(target)!r}];"
-            " runpy.run_module('codemods.apply', run_name='__main__')"
-        )
-        commands = [
-            [sys.executable, "-c", f"{copy}; {libcst}"],
-            [sys.executable, "-c", f"{copy}; {apply}"],
-        ]
-        codegen, applied = interleaved(commands, repeat, here)
-        report(
-            "codemods.apply FILE, unpatched / libcst parse + codegen (both copy the file first)",
-            applied,
-            codegen,
-            "<= 1.5x",
-        )
-        if args.instructions:
-            generated, written = counted(commands, here)
-            report_counts(written, generated)
+        codemod_processes(source, repeat, here, tmp, instructions=args.instructions)
 
         counts = (0, 4, 16)
         copies = [project(source.path, declared(count), tmp) for count in counts]

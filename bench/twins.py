@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from processes import counted, interleaved  # bench/processes.py, beside this script
+from processes import counted, interleaved, release_tree  # bench/processes.py, beside this
 from selector_patch.sources import SelectorSource, resolve
 
 #: What a flake8 run with TEA loads besides the standard library, as in this environment.
@@ -88,15 +88,10 @@ def twin_environments(project: Path, scratch: Path) -> tuple[Path, Path]:
 
 
 def with_te_fixes(source: SelectorSource, scratch: Path) -> Path:
-    """A copy of `source`'s selector in a tree recording its release whose `pyproject.toml`
-    sets `te-fixes = true` (a tree at or past a fix TE made in its C++ counts as guarded)."""
-    tree, version = scratch / "te-fixes", source.te_version
-    target = tree / source.path.relative_to(source.root)
-    target.parent.mkdir(parents=True)
-    shutil.copyfile(source.path, target)
-    metadata = tree / f"transformer_engine-{version}.dist-info" / "METADATA"
-    metadata.parent.mkdir()
-    metadata.write_text(f"Metadata-Version: 2.1\nName: transformer_engine\nVersion: {version}\n")
+    """A copy of `source`'s selector in a tree recording its release (`processes.release_tree`)
+    whose `pyproject.toml` sets `te-fixes = true`."""
+    tree = scratch / "te-fixes"
+    target = release_tree(source, source.path.read_text(), tree)
     (tree / "pyproject.toml").write_text("[tool.te-attn-guards]\nte-fixes = true\n")
     return target
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import NamedTuple, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazards, release, selector
 from lint_plugin.engine.delegation import delegates
@@ -24,6 +24,9 @@ from lint_plugin.engine.dialect import (
     find_selectors,
 )
 from selector_patch.registry import Hazard
+
+if TYPE_CHECKING:  # `anchors` loads only for a guard to insert (`_insertion`)
+    from lint_plugin.engine.anchors import Anchor
 
 NOT_APPLICABLE = "not-applicable"
 ALREADY_GUARDED = "already-guarded"
@@ -100,6 +103,7 @@ def _plan(
 ) -> Plan:
     function = selector_function(module, function_names)
     plan = Plan(module)
+    anchors: dict[tuple[ast.FunctionDef, str, str], Anchor | None] = {}
     # A dispatcher's guards go into the functions that hold its filters (`delegation`).
     for target in delegates(module, function):
         prepared = selector(module, target)
@@ -116,7 +120,7 @@ def _plan(
             else:
                 plan.statuses[hazard.id] = INSERTED
                 plan.missing.setdefault(hazard.id, verdict)
-                plan.insertions.append(_insertion(hazard, prepared))
+                plan.insertions.append(_insertion(hazard, prepared, anchors))
         asking = [
             insertion.hazard.id
             for insertion in plan.insertions
@@ -164,16 +168,26 @@ def _covered(hazard: Hazard, planned: Sequence[Hazard]) -> bool:
     )
 
 
-def _insertion(hazard: Hazard, prepared: Selector) -> Insertion:
+def _insertion(
+    hazard: Hazard,
+    prepared: Selector,
+    anchors: dict[tuple[ast.FunctionDef, str, str], Anchor | None],
+) -> Insertion:
     """The guard for `hazard`, placed where TE keeps such filters. Where it goes and its text
-    are imported here, for a guard to insert: `--check` on a guarded selector imports neither."""
+    are imported here, for a guard to insert: `--check` on a guarded selector imports neither.
+    `anchors` keeps each place found, by function, section and backend: the guards of TE's own
+    later fixes mostly share one (after the fused-attention query, which finding walks the
+    whole function)."""
     from codemods.render import RenderError, render_guard
     from lint_plugin.engine.anchors import find_anchor
 
     dialect = prepared.dialect
     if "logger" not in dialect.bound:
         raise PlanError(f"cannot insert {hazard.id}: the selector binds no `logger`")
-    anchor = find_anchor(prepared, hazard.section, hazard.backend)
+    place = (prepared.function, hazard.section, hazard.backend)
+    if place not in anchors:
+        anchors[place] = find_anchor(prepared, hazard.section, hazard.backend)
+    anchor = anchors[place]
     if anchor is None:
         raise PlanError(
             f"cannot place {hazard.id}: no {hazard.section} filter section found"

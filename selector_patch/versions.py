@@ -3,9 +3,11 @@
 Importing `packaging.version` compiles PEP 440's regular expression: some 9 M instructions, more
 than a fortieth of what TEA may add to a flake8 run, which orders a few plain releases (TE's
 flash-attn bounds, `"2.8.4"`; a hazard's fixed release, `"4.0.0b36"`) and nothing else. A plain
-release - numbers joined by dots, then at most an `a`, `b` or `rc` pre-release number - is read
-here, in PEP 440's order (trailing zeros do not count, a pre-release comes before its release);
-any other spelling, and any pair with one, is left to `packaging.version.Version`.
+release - numbers joined by dots, then at most an `a`, `b` or `rc` pre-release number, then at
+most a `.postN` post-release (TE's `2.6.0.post1`, the first release of a C++ fix) - is read
+here, in PEP 440's order (trailing zeros do not count, a pre-release comes before its release, a
+post-release after it); any other spelling, and any pair with one, is left to
+`packaging.version.Version`.
 """
 
 from __future__ import annotations
@@ -20,9 +22,13 @@ _FINAL = 3
 
 
 @functools.lru_cache(maxsize=256)
-def _plain_key(text: str) -> tuple[tuple[int, ...], int, int] | None:
-    """`text` as (release, pre-release rank, pre-release number), where it is plain (read
-    without a regular expression: compiling one costs more than all this reads)."""
+def _plain_key(text: str) -> tuple[tuple[int, ...], int, int, int] | None:
+    """`text` as (release, pre-release rank, pre-release number, post-release number or -1),
+    where it is plain (read without a regular expression: compiling one costs more than all
+    this reads)."""
+    text, posted, post = text.partition(".post")
+    if posted and not _is_number(post):
+        return None
     release, rank, number = text, _FINAL, "0"
     for marker in ("rc", "a", "b"):
         head, found, tail = text.partition(marker)
@@ -35,7 +41,7 @@ def _plain_key(text: str) -> tuple[tuple[int, ...], int, int] | None:
     numbers = [int(part) for part in parts]
     while len(numbers) > 1 and numbers[-1] == 0:
         numbers.pop()
-    return tuple(numbers), rank, int(number)
+    return tuple(numbers), rank, int(number), int(post) if posted else -1
 
 
 def _is_number(text: str) -> bool:

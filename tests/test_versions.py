@@ -12,7 +12,8 @@ from selector_patch.versions import compare, is_packaging_version, lazy, order, 
 #: Plain releases (read here) and other spellings (left to packaging), mixed.
 SPELLINGS = [
     "0", "0.0", "1", "1.0", "1.0.0", "2.1.1", "2.01.1", "2.6.3", "2.7.3", "2.7.4.post1",
-    "2.8.4", "4.0.0a1", "4.0.0b5", "4.0.0b31", "4.0.0b36", "4.0.0rc1", "4.0.0", "4.0.0.dev1",
+    "2.8.4", "2.6.0.post1", "2.6.0.post2", "2.6.0.post10", "2.6.1", "2.6", "4.0.0rc1.post1",
+    "1.0.post", "4.0.0a1", "4.0.0b5", "4.0.0b31", "4.0.0b36", "4.0.0rc1", "4.0.0", "4.0.0.dev1",
     "4.0.0beta36", "4.0.0B31", "1!0.1", "4.0.0+local", "10.0", "1.0a", "1.0rc", "1.0c1",
 ]  # fmt: skip
 
@@ -30,6 +31,7 @@ def test_order_sorts_as_packaging_does():
 @pytest.mark.parametrize(
     "text",
     [*SPELLINGS, "", "x", "1..2", ".1", "1.", "4.0.0b", "v", "1.0-", "a1", "1.0b1b2", "1.0rc1a"]
+    + ["1.0.postx", "1.0.post1.post2", ".post1", "1.0.post\u0661"]
     + ["1.0c1", "1.0pre1", "\u0661.\u0660", "1.0\u00b2", "1.0a\u0661"],
 )
 def test_valid_is_packaging_validity(text):
@@ -57,6 +59,7 @@ def test_plain_releases_do_not_import_packaging():
     code = (
         "import sys; from selector_patch.versions import compare, valid;"
         " assert compare('4.0.0b36', '4.0.0') < 0 and valid('2.8.4');"
+        " assert compare('2.6.0.post1', '2.6.0') > 0 and compare('2.6.0.post1', '2.6.1') < 0;"
         " print('packaging.version' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -108,6 +108,7 @@ class Selector:
         self._witnesses: dict[int, tuple[Hazard, list[Scenario]]] = {}
         self._facts: dict[tuple[int, ...], tuple[tuple[object, ...], Facts]] = {}
         self._settled: dict[str, Settled | None] = {}
+        self._run_slices: dict[tuple[str, ...], tuple[Slice, frozenset[str]]] = {}
 
     @functools.cached_property
     def shape(self) -> ReturnShape | None:
@@ -199,23 +200,33 @@ class Selector:
         it was, where unknown leaves it possibly on: the same verdict. A fork that switched
         FusedAttention on with a constant, or a flash backend off where FusedAttention is
         known off, would pay that price. One slice serves every flash role, since each asks
-        which flash version is returned and so reads every flash flag; a run about another
-        role executes `relevant`.
+        which flash version is returned and so reads every flash flag.
+
+        A run about another backend (FusedAttention, TE's own later fixes mostly) cuts the
+        others alike, the flash ones included: their filters (FA4's head dims, FA3's
+        FP8 and softcap checks) then do not run, 280 statements a run instead of 460 on TE
+        2.20.2. Where TE reads a flash flag to switch FusedAttention off (`if
+        use_flash_attention: use_fused_attention = False` when it selects), a witness run
+        never knows it on anyway: the flash packages' installed flags are bound only in runs
+        about their own backend.
         """
-        if role not in FLASH_ROLES:
-            return self.relevant, facts
-        relevant, others = self._flash_slice
+        roles = FLASH_ROLES if role in FLASH_ROLES else (role,)
+        cut = self._run_slices.get(roles)
+        if cut is None:
+            cut = self._run_slices[roles] = self._cut_slice(roles)
+        relevant, others = cut
         return relevant, facts._replace(opaque=facts.opaque | others, unbound=others)
 
-    @functools.cached_property
-    def _flash_slice(self) -> tuple[Slice, frozenset[str]]:
-        """`run_slice` of the flash roles: their flags and what those are `and`-ed from are the
-        roots, the other backend flags are cut."""
+    def _cut_slice(self, roles: tuple[str, ...]) -> tuple[Slice, frozenset[str]]:
+        """`run_slice` of `roles`: their flags and what those are `and`-ed from are the roots
+        (with the flash selection for flash roles), the other backend flags are cut."""
         dialect = self.dialect
-        flash = {flag for role, flag in dialect.roles().items() if role in FLASH_ROLES}
-        roots = flash.union(*(dialect.sources(flag) for flag in flash))
+        flags = {flag for role, flag in dialect.roles().items() if role in roles}
+        roots = flags.union(*(dialect.sources(flag) for flag in flags))
         others = dialect.backend_flags - roots
-        return self._slice(roots, others), others
+        if roles is FLASH_ROLES:
+            return self._slice(roots, others), others
+        return Slice(self.program, frozenset(roots), others), others
 
     def _slice(self, flags: frozenset[str] | set[str], cut: frozenset[str] = frozenset()) -> Slice:
         """The slice of `flags` and the flash selection, the names in `cut` read as unknown."""
@@ -573,7 +584,12 @@ class _Strategy:
         later), that run is lost.
         """
         flag = prepared.dialect.flag(backend)
-        hazards = [hazard for hazard in self.hazards if hazard.backend == backend]
+        hazards = [
+            hazard
+            for hazard in self.hazards
+            if hazard.backend == backend
+            and _decided_unrun(prepared, hazard, self.te_version) is None
+        ]
         archs = {w.compute_capability for h in hazards for w in prepared.witnesses(h)}
         filtered = _architecture_filters(prepared, flag, archs)
         items = [
@@ -767,34 +783,10 @@ def _analyze_function(
     dialect = prepared.dialect
     role = hazard.role
     flag = dialect.flag(hazard.backend)
-    if flag is None:
-        return HazardVerdict(
-            hazard.id, function.name, False, False, None, None, None,
-            f"no {role.display} backend: the selector binds none of {', '.join(role.flags)}",
-        )  # fmt: skip
-    absent = [
-        condition.input
-        for condition in hazard.triggers
-        if not expressible(condition.input, dialect.param_fields)
-    ]
-    if absent:
-        return HazardVerdict(
-            hazard.id, function.name, False, False, None, None, None,
-            f"no `{absent[0]}` input: the selector's AttentionParams cannot ask for it",
-        )  # fmt: skip
-    never = never_made(hazard, strategy.te_version)
-    if never:
-        return HazardVerdict(hazard.id, function.name, False, False, None, None, None, never)
-    unseen = unseen_inputs(hazard, dialect, strategy.te_version)
-    if unseen:
-        return HazardVerdict(
-            hazard.id, function.name, False, False, None, None, None,
-            f"unguardable here: the selector's code has no {unseen[0]} to test; `verify` and"
-            " the runtime patch judge it",
-        )  # fmt: skip
-    filtered = filtered_in_cxx(hazard, strategy.te_version)
-    if filtered:
-        return HazardVerdict(hazard.id, function.name, True, False, None, None, None, filtered)
+    decided = _decided_unrun(prepared, hazard, strategy.te_version)
+    if decided is not None:
+        applicable, detail = decided
+        return HazardVerdict(hazard.id, function.name, applicable, False, None, None, None, detail)
     given = strategy.given
     witnesses = prepared.witnesses(hazard)
     pending = [w for w in witnesses if not strategy.proven(prepared, hazard, w)]
@@ -871,6 +863,41 @@ def _analyze_function(
         f"{role.display} (`{flag}`) is selected at no return of the {len(witnesses)} witnesses"
         f" ({archs})",
     )  # fmt: skip
+
+
+def _decided_unrun(
+    prepared: Selector, hazard: Hazard, te_version: str | None
+) -> tuple[bool, str] | None:
+    """(applicable, why) for a hazard judged without a witness run, else None: the selector
+    has no such backend, or cannot ask for one of its inputs, or its release never makes the
+    request (`TeFix.te_reachable`), or its code cannot test one (an FP8 recipe's predicate the
+    selector never calls), or the tree's release filters it in its C++
+    (`te_release`). Such a hazard costs no run, nor a place in another's joint run
+    (`_Strategy._clear`)."""
+    dialect, role = prepared.dialect, hazard.role
+    if dialect.flag(hazard.backend) is None:
+        return (
+            False,
+            f"no {role.display} backend: the selector binds none of {', '.join(role.flags)}",
+        )
+    absent = [
+        condition.input
+        for condition in hazard.triggers
+        if not expressible(condition.input, dialect.param_fields)
+    ]
+    if absent:
+        return False, f"no `{absent[0]}` input: the selector's AttentionParams cannot ask for it"
+    never = never_made(hazard, te_version)
+    if never:
+        return False, never
+    unseen = unseen_inputs(hazard, dialect, te_version)
+    if unseen:
+        return False, (
+            f"unguardable here: the selector's code has no {unseen[0]} to test; `verify` and"
+            " the runtime patch judge it"
+        )
+    filtered = filtered_in_cxx(hazard, te_version)
+    return None if filtered is None else (True, filtered)
 
 
 def guarded_together(
