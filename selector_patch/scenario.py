@@ -56,6 +56,14 @@ FEATURE_FIELDS: dict[str, tuple[str, ...]] = {
     "checkpoint_core_attention": ("checkpoint_core_attention",),
     "has_score_mod_bprop": ("has_score_mod_bprop",),
 }
+#: Optional features that are the process's state, not the user's request: every release can be
+#: asked under them, and one whose `AttentionParams` lacks their field answers as without them.
+#: CUDA-graph capture is one: TE's `DotProductAttention` passes `cuda_graph=is_graph_capturing()`
+#: from 2.10 on (#2344: cuDNN <= 9.15.0 graphs with `max_seqlen_kv % 128 != 0` hit an illegal
+#: memory access when captured), and TE 2.9's selector, called inside a capture, does not read
+#: it and selects what it selects without one. A release without the field cannot guard on it
+#: (`lint_plugin.engine.te_release.unseen_inputs`), but the request is no less real there.
+PROCESS_STATE = ("cuda_graph",)
 #: Optional features the selector reads from its module, not its `AttentionParams`:
 #: `is_in_onnx_export_mode()` (TE 1.13, 2.18+), which the virtual device answers.
 MODULE_FEATURES = ("onnx_export",)
@@ -99,8 +107,13 @@ TUPLE_INPUTS = ("window_size", "alibi_slopes_shape", "core_attention_bias_shape"
 
 
 def expressible(name: str, fields: Collection[str]) -> bool:
-    """Whether a release declaring `fields` can be asked for `name` at a non-default value."""
-    return name not in FEATURE_FIELDS or any(field in fields for field in FEATURE_FIELDS[name])
+    """Whether a release declaring `fields` can be asked for `name` at a non-default value: a
+    process state (`PROCESS_STATE`) always can, the selector then reading it or not."""
+    return (
+        name not in FEATURE_FIELDS
+        or name in PROCESS_STATE
+        or any(field in fields for field in FEATURE_FIELDS[name])
+    )
 
 
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {

@@ -17,7 +17,9 @@ import shutil
 import subprocess
 
 import pytest
+from conftest import NO_TE_CXX
 
+from lint_plugin.engine.analysis import analyze_source
 from lint_plugin.mine.__main__ import main
 from lint_plugin.mine.te_changes import ASSUMED, changes_of
 from lint_plugin.mine.te_git import commits
@@ -30,10 +32,12 @@ from lint_plugin.mine.te_history_command import (
     release_names,
     report_line,
 )
+from selector_patch.registry import Evidence, Hazard
+from selector_patch.scenario import Condition, Scenario, expressible
 from selector_patch.selection_diff.classify import FIX, POLICY, REGRESSION
 from selector_patch.snapshot import Grid, Snapshot
 from selector_patch.snapshot.outcome import Outcome, Pick
-from selector_patch.sources import CORPUS_RELEASES
+from selector_patch.sources import CORPUS_RELEASES, read_text
 
 PAIR = ("2.17.1", "2.18.0")
 #: The #3056 fix's line in TE 2.18.0.
@@ -214,3 +218,40 @@ def test_a_fused_change_against_an_assumed_answer_is_neither_fix_nor_regression(
         _snapshot([FA4, FA4], "fused answer assumed: ..."), _snapshot([UNFUSED, FA4]), {},
     )  # fmt: skip
     assert change["class"] == ASSUMED
+
+
+#: #2344's graph-capture refusal, as TE 2.10's C++ warns it.
+GRAPH_CAPTURE = "for backward fused attention with graph capture requires cuDNN 9.15.1+"
+#: The IMA's request: cuDNN 9.15.0, training, BSHD, `max_seqlen_kv % 128 != 0`, causal.
+CAPTURED = Scenario(cudnn_version=(9, 15, 0), max_seqlen_kv=129, env=(("NVTE_FLASH_ATTN", "0"),))
+
+
+@pytest.mark.skipif(NO_TE_CXX is not None, reason=str(NO_TE_CXX))
+def test_graph_capture_is_process_state_every_release_can_be_asked(load_te_selector) -> None:
+    """TE 2.9 has no `cuda_graph` field: asked under a capture, it selects as without one (the
+    IMA's FusedAttention); 2.10 reads it and refuses, in its C++'s words."""
+    captured = CAPTURED.with_changes({"cuda_graph": True})
+    old = load_te_selector("2.9.0").loaded
+    assert "cuda_graph" not in old.params_fields
+    assert old.select(captured).backend == old.select(CAPTURED).backend == "FusedAttention"
+    new = load_te_selector("2.10.0").loaded
+    assert new.select(CAPTURED).backend == "FusedAttention"
+    refused = new.select(captured)
+    assert refused.backend != "FusedAttention"
+    assert any(GRAPH_CAPTURE in line for line in refused.log)
+
+
+def test_a_hazard_on_graph_capture_is_unguardable_where_the_selector_lacks_the_field(
+    release,
+) -> None:
+    """Any hazard, not only TE's fixes: 2.9's selector is asked under a capture but has nothing
+    to test, so the analysis says so rather than `no input` or a guard it cannot write."""
+    hazard = Hazard(
+        id="TEA050", backend="FUSED", title="t", architectures=((9, 0),),
+        triggers=(Condition("cuda_graph", "==", True),), message="m", section="cuDNN",
+        evidence=Evidence("cudnn", "f", "t", "<=9.15.0"), kernel_version="9.15.0",
+    )  # fmt: skip
+    (verdict,) = analyze_source(read_text(release("2.9.0").path), [hazard])
+    assert not verdict.applicable and "unguardable here" in verdict.detail
+    assert "`cuda_graph`" in verdict.detail
+    assert expressible("cuda_graph", ()) and not expressible("softcap", ())

@@ -12,6 +12,7 @@ recorded release, or a fix that lives in the selector, is judged by the analysis
 from __future__ import annotations
 
 from selector_patch.registry import Hazard, TeFix
+from selector_patch.scenario import PROCESS_STATE
 from selector_patch.versions import compare, valid
 
 
@@ -31,7 +32,13 @@ def filtered_in_cxx(hazard: Hazard, te_version: str | None) -> str | None:
 def unseen_inputs(hazard: Hazard, sees) -> list[str]:
     """The trigger inputs of a TE fix that the selector's code cannot be asked about (an FP8
     recipe's options are TE objects): its guard cannot be written, so it is not applicable
-    here, rather than a guard that leaves the condition out and fires far too widely."""
-    if not isinstance(hazard.evidence, TeFix):
-        return []
-    return [condition.input for condition in hazard.triggers if not sees(condition.input)]
+    here, rather than a guard that leaves the condition out and fires far too widely. A process
+    state (`scenario.PROCESS_STATE`: CUDA-graph capture before TE 2.10) is so for every hazard:
+    the selector is asked under it all the same and may pick the failing backend, but has no
+    field to test."""
+    return [
+        condition.input
+        for condition in hazard.triggers
+        if (isinstance(hazard.evidence, TeFix) or condition.input in PROCESS_STATE)
+        and not sees(condition.input)
+    ]
