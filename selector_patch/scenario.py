@@ -99,6 +99,8 @@ INPUTS: dict[str, Callable[["Scenario"], Any]] = {
     #: batch x heads x query length x key length: what cuDNN's workspace grows with.
     "bhss": lambda s: math.prod(getattr(s, factor) for factor in BHSS_FIELDS),
 }
+#: The kinds of KV cache a scenario's `kv_cache` names (None: no cache).
+KV_CACHES = ("non_paged", "paged")
 #: Inputs holding a torch dtype, kept by its name (`"float8_e4m3fn"`) so that a scenario stays
 #: plain data; TE's own `torch.float16` is accepted and stored by its name.
 DTYPE_INPUTS = ("qkv_dtype", "nominal_dtype")

@@ -255,3 +255,26 @@ def test_a_hazard_on_graph_capture_is_unguardable_where_the_selector_lacks_the_f
     assert not verdict.applicable and "unguardable here" in verdict.detail
     assert "`cuda_graph`" in verdict.detail
     assert expressible("cuda_graph", ()) and not expressible("softcap", ())
+
+
+KV_SM89 = "Disabling FusedAttention for KV caching for sm89"
+
+
+def test_a_kv_cache_filter_widened_over_cudnn_versions_is_a_fix_each_time() -> None:
+    """#1776 -> #2185: TE 2.4 keeps FusedAttention off sm89 KV caching below cuDNN 9.11 (a
+    fix: a cuDNN range), 2.8 on every cuDNN, its line losing the bound (a fix: the widening)."""
+    fixes: dict[str, str] = {}
+    fused = Pick("FusedAttention", fused="F16_arbitrary_seqlen")
+    before, after = _snapshot([fused, fused]), _snapshot([UNFUSED, fused])
+    for release, line in (("2.4.0", f"{KV_SM89} and cuDNN < 9.11"), ("2.8.0", KV_SM89)):
+        (change,) = changes_of(
+            _report(line, "off", "FusedAttention"),
+            Version("x", "x"), Version(release, release), before, after, fixes,
+        )  # fmt: skip
+        assert change["class"] == FIX, change["reason"]
+    assert change["reason"].startswith("widens 2.4.0's fix")
+    (unrelated,) = changes_of(
+        _report("Disabling FusedAttention for KV caching", "off", "FusedAttention"),
+        Version("x", "x"), Version("2.9.0", "2.9.0"), before, after, fixes,
+    )  # fmt: skip
+    assert unrelated["class"] == POLICY

@@ -6,6 +6,8 @@ history two more things are known than within one diff:
 
 - a case switched on again where an earlier version's fix had switched it off (the line that
   had kept it off is that fix's line) is a **regression**, whatever the line says;
+- a case switched off by a line that is an earlier fix's but for its cuDNN bounds (the fix
+  widened to more cuDNN versions, #1776 -> #2185) is a **fix**, whatever the line says;
 - a fix that holds on one architecture of a family and not on the others (sm120 but not sm121,
   sm100 but not sm103 / sm110) *leaves them out* where the newer version still picks, for the
   fix's witness moved to that architecture, the backend the fix switched off.
@@ -20,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, MutableMapping, Sequence
 
-from selector_patch.selection_diff.classify import FIX, Verdict, classify
+from selector_patch.selection_diff.classify import FIX, Verdict, classify, unbounded
 from selector_patch.selection_diff.grouping import UNSPECIFIC, explanation_of
 from selector_patch.snapshot.record import sm
 
@@ -35,6 +37,11 @@ FAMILIES: tuple[tuple[tuple[int, int], ...], ...] = (
 )
 _PR = re.compile(r"\(#(\d+)\)")
 ASSUMED = "assumed"
+
+
+def _widened(line: str) -> str:
+    """The key under which `fixes` holds a fix for the lines that widen it (`unbounded`)."""
+    return f"widened: {unbounded(line)}"
 
 
 def pull_request(subject: str | None) -> str | None:
@@ -78,7 +85,8 @@ def changes_of(
     for cause in report["causes"]:
         differences = [report["differences"][number - 1] for number in cause["regions"]]
         first = differences[0]
-        verdict = classify(explanation_of(cause), fixes.get(cause["cause"]))
+        widens = fixes.get(_widened(cause["line"]))
+        verdict = classify(explanation_of(cause), fixes.get(cause["cause"]), widens)
         assumption = a.fused_assumption or b.fused_assumption
         if "FusedAttention" in cause["backend"] and bool(a.fused_assumption) != bool(
             b.fused_assumption
@@ -116,5 +124,6 @@ def changes_of(
                 change["leaves_out"] = left_out(first, named, a, b)
             if cause["line"] not in UNSPECIFIC:  # a generic line would tie unrelated cases
                 fixes.setdefault(cause["cause"], f"{version.name}'s fix: {cause['line']!r}")
+                fixes.setdefault(_widened(cause["line"]), fixes[cause["cause"]])
         found.append(change)
     return found

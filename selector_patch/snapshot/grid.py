@@ -30,7 +30,7 @@ from packaging.version import Version
 
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
 from selector_patch.roles import ROLES
-from selector_patch.scenario import Scenario
+from selector_patch.scenario import KV_CACHES, Scenario
 from selector_patch.snapshot import comparisons as reading
 from selector_patch.snapshot import cxx_comparisons as cxx_reading
 from selector_patch.snapshot.comparisons import Comparison, Expression
@@ -57,6 +57,12 @@ STRENGTH = 2
 REQUEST_BUDGET = 1_000_000
 #: The most rows one C++ condition adds (`_rows_of`).
 JOINT_ROWS = 8
+#: `AttentionParams` fields the harness builds from a `Scenario` input, varied as that input
+#: over its values: a KV cache's `InferenceParams` is no constant the selector compares with
+#: (`inference_params is not None`), so its own comparisons give no value but None; the grid
+#: asks each kind of cache (`scenario.KV_CACHES`) where the selector reads the field,
+#: with every input of TE's KV-cache section beside it (`comparisons.read`'s `blocks`).
+BUILT = {"inference_params": "kv_cache"}
 #: How a caller asks for each mode: `DotProductAttention.training`, and whether autograd records
 #: the call (a backward will run).
 MODES: dict[str, dict[str, bool]] = {
@@ -166,7 +172,12 @@ def keyword_of(name: str, params_fields: Sequence[str]) -> str | None:
         return name
     if name not in params_fields:
         return None  # a field that computes itself (a backward signal), or not a field at all
-    return ALIASES.get(name, name)
+    return _keyword(name)
+
+
+def _keyword(field: str) -> str:
+    """The `select()` keyword an `AttentionParams` field is varied as."""
+    return ALIASES.get(field) or BUILT.get(field, field)
 
 
 def _named_inputs(text: str) -> dict[str, str]:
@@ -188,7 +199,9 @@ def derive(
 
     tree = ast.parse(loaded.text)
     namespace = loaded.module.__dict__
-    found = reading.read(tree, params_dialect=PARAMS in namespace, named=_named_inputs(loaded.text))
+    found = reading.read(
+        tree, params_dialect=PARAMS in namespace, named=_named_inputs(loaded.text), blocks=BUILT
+    )
     fields = loaded.params_fields
     defaults = _defaults(loaded)
     switch_names = {name for role in ROLES.values() for name in role.switches}
@@ -333,7 +346,7 @@ def _defaults(loaded: "LoadedSelector") -> dict[str, Any]:
     declared = _declared_defaults(namespace)
     values: dict[str, Any] = {}
     for field in loaded.params_fields:
-        keyword = ALIASES.get(field, field)
+        keyword = _keyword(field)
         if field in built:
             values[keyword] = built[field]
         elif keyword in SCENARIO_FIELDS:
@@ -549,6 +562,8 @@ def _values(derivation: Derivation, keyword: str) -> Values:
         return _package_levels(
             keyword, derivation.installed.get(keyword, default), comparisons, derivation.hazards
         )
+    if keyword == BUILT["inference_params"]:
+        return Values(KV_CACHES)
     if keyword.startswith(ENV_PREFIX):
         constants = [c.value for c in comparisons if isinstance(c.value, str)]
         if keyword in derivation.truth_tested:
