@@ -677,16 +677,18 @@ def refusal(grid: Grid, budget: int | None = None) -> str | None:
 
 def _rows_of(factors: Sequence[Factor]):
     """A condition's rows: each ordered input it compares at the value nearest its default (the
-    default itself first) that every comparison of the condition on it holds for, each other
-    input at every value that does (a mask "not causal" is any of the others, and which one the
-    rest of the query admits is its to say), at most `JOINT_ROWS` rows; none when a value is
-    missing (an input the grid does not vary, or none of its values fits) or a row would set
-    fewer than three inputs (the pairs are rows already)."""
+    default itself first; `head_dim_v` beside `head_dim_qk` at the next two too, for MLA) that
+    every comparison of the condition on it holds for, each other input at every value that
+    does (a mask "not causal" is any of the others, and which one the rest of the query admits
+    is its to say), at most `JOINT_ROWS` rows; none when a value is missing (an input the grid
+    does not vary, or none of its values fits) or a row would set fewer than two inputs (the
+    single values are rows already; a row of two that a pair holds too is asked once)."""
     index = {factor.keyword: position for position, factor in enumerate(factors)}
 
     def rows(condition: Sequence[Comparison]) -> list[tuple[int, ...]]:
         choices: list[tuple[int, list[int]]] = []
-        for keyword in dict.fromkeys(atom.input for atom in condition):
+        inputs = dict.fromkeys(atom.input for atom in condition)
+        for keyword in inputs:
             if keyword not in index:
                 if keyword == ARCHITECTURE:
                     continue  # crossed: every row is asked on every architecture
@@ -698,14 +700,18 @@ def _rows_of(factors: Sequence[Factor]):
             if not fits:
                 return []
             if factor.cuts or 0 in fits:
-                fits = [min(fits, key=_nearness(factor, values))]
+                # the second head dim also at its next two values: TE's MLA refusals also test
+                # `head_dim_qk != head_dim_v`, which no constant states, and the value just
+                # past a constant (129) is one that TE refuses for its alignment alone
+                kept = 3 if keyword == "head_dim_v" and "head_dim_qk" in inputs else 1
+                fits = sorted(fits, key=_nearness(factor, values))[:kept]
             choices.append((index[keyword], fits))
         found = []
         for chosen in itertools.islice(itertools.product(*(f for _, f in choices)), JOINT_ROWS):
             levels = [0] * len(factors)
             for (position, _fits), level in zip(choices, chosen):
                 levels[position] = level
-            if sum(1 for level in levels if level) > 2:
+            if sum(1 for level in levels if level) >= 2:
                 found.append(tuple(levels))
         return found
 
