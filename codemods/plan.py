@@ -17,7 +17,12 @@ from typing import NamedTuple, Sequence
 
 from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazards, release, selector
 from lint_plugin.engine.delegation import delegates
-from lint_plugin.engine.dialect import SELECTOR_FUNCTIONS, find_selectors
+from lint_plugin.engine.dialect import (
+    BACKWARD_FIELD,
+    CAPTURE_FIELD,
+    SELECTOR_FUNCTIONS,
+    find_selectors,
+)
 from selector_patch.registry import Hazard
 
 NOT_APPLICABLE = "not-applicable"
@@ -120,6 +125,15 @@ def _plan(
         ]
         if asking and not prepared.dialect.sees_backward:
             plan.insertions[:0] = _backward_signal(prepared, asking, plan)
+        capturing = [
+            insertion.hazard.id
+            for insertion in plan.insertions
+            if insertion.function is target
+            and insertion.hazard is not None
+            and any(condition.input == CAPTURE_FIELD for condition in insertion.hazard.triggers)
+        ]
+        if capturing and not prepared.dialect.sees_capture:
+            plan.insertions[:0] = _capture_signal(prepared, capturing, plan)
     return plan
 
 
@@ -175,25 +189,44 @@ def _insertion(hazard: Hazard, prepared: Selector) -> Insertion:
 
 def _backward_signal(prepared: Selector, asking: list[str], plan: Plan) -> list[Insertion]:
     """The statements that let the selector tell a backward from a forward."""
-    from codemods.render import backward_field_source, backward_query_source, backward_read_source
+    from codemods.render import backward_field_source, backward_query_source
     from lint_plugin.engine.anchors import BackwardSignal, backward_signal
 
     places = backward_signal(prepared)
-    target = prepared.function
     if not isinstance(places, BackwardSignal):
         raise PlanError(f"cannot insert {', '.join(asking)}, which ask for a backward: {places}")
-    local = places.local
-    indent = " " * local.statement.col_offset
     if places.last_field is None:
-        query = backward_query_source(indent)
-        return [Insertion(None, target, local.statement, local.position, query)]
-    read = backward_read_source(prepared.program.parameter, indent)
+        local = places.local
+        query = backward_query_source(" " * local.statement.col_offset)
+        return [Insertion(None, prepared.function, local.statement, local.position, query)]
+    return _signal(prepared, places, BACKWARD_FIELD, backward_field_source, plan)
+
+
+def _capture_signal(prepared: Selector, asking: list[str], plan: Plan) -> list[Insertion]:
+    """The statements that let the selector tell a call under CUDA graph capture (the
+    `analysis` reports the hazard unguardable, with the reason, where there are none)."""
+    from codemods.render import capture_field_source
+    from lint_plugin.engine.anchors import BackwardSignal, capture_signal
+
+    places = capture_signal(prepared)
+    if not isinstance(places, BackwardSignal):
+        raise PlanError(f"cannot insert {', '.join(asking)}, which ask for a capture: {places}")
+    return _signal(prepared, places, CAPTURE_FIELD, capture_field_source, plan)
+
+
+def _signal(prepared: Selector, places, name: str, field_source, plan: Plan) -> list[Insertion]:
+    """A signal's params field `name` (and `import dataclasses` where the module lacks it) and
+    the selector's local reading it; the field once per module, the import once per plan."""
+    from codemods.render import signal_read_source
+
+    target, local = prepared.function, places.local
+    read = signal_read_source(name, prepared.program.parameter, " " * local.statement.col_offset)
     insertions = [Insertion(None, target, local.statement, local.position, read)]
-    if any(planned.anchor is places.last_field for planned in plan.insertions):
+    field = field_source(places.field_function, " " * places.last_field.col_offset)
+    if any(planned.source == field for planned in plan.insertions):
         return insertions  # the field (and its import) another function of a dispatcher asked for
-    field = backward_field_source(places.field_function, " " * places.last_field.col_offset)
     insertions.insert(0, Insertion(None, target, places.last_field, "after", field))
-    if places.import_after is not None:
-        importing = Insertion(None, target, places.import_after, "after", "import dataclasses\n")
-        insertions.insert(0, importing)
+    importing = "import dataclasses\n"
+    if places.import_after is not None and all(p.source != importing for p in plan.insertions):
+        insertions.insert(0, Insertion(None, target, places.import_after, "after", importing))
     return insertions

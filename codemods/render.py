@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 
-from lint_plugin.engine.dialect import BACKWARD_FIELD, Dialect
+from lint_plugin.engine.dialect import BACKWARD_FIELD, CAPTURE_FIELD, CAPTURE_QUERY, Dialect
 from selector_patch.registry import SM80_ON, Hazard
 
 LINE_LENGTH = 100
@@ -64,7 +64,7 @@ def guard_operands(hazard: Hazard, dialect: Dialect) -> list[str]:
     operands += [
         operand
         for condition in hazard.triggers
-        if dialect.sees(condition.input)
+        if dialect.asks(condition)
         for operand in dialect.condition_operands(condition)
     ]
     operands.append(version_source(hazard, dialect))
@@ -131,11 +131,25 @@ def backward_field_source(field_function: str, indent: str = INDENT) -> str:
     )
 
 
+def capture_field_source(field_function: str, indent: str = INDENT) -> str:
+    """The `AttentionParams` field TE 2.10 added, whose default is TE's own capture state at
+    construction (asked when called: `te.pytorch` is still importing when the module is)."""
+    head = f"{indent}{CAPTURE_FIELD}: bool = {field_function}("
+    factory = f"default_factory=lambda: {CAPTURE_QUERY}()"
+    line = f"{head}{factory})"
+    laid_out = line if len(line) <= LINE_LENGTH else f"{head}\n{indent}{INDENT}{factory}\n{indent})"
+    return (
+        f"{indent}# Whether the call runs under CUDA graph capture: TE's state when the params are"
+        f"\n{indent}# built; a field, so the backend cache never reuses a selection made outside"
+        f" it.\n{laid_out}\n"
+    )
+
+
 def backward_query_source(indent: str = INDENT) -> str:
     """For a selector that takes keyword inputs: autograd's state, asked as it selects."""
     return f"{indent}{BACKWARD_FIELD} = torch.is_grad_enabled()\n"
 
 
-def backward_read_source(parameter: str, indent: str = INDENT) -> str:
+def signal_read_source(field: str, parameter: str, indent: str = INDENT) -> str:
     """The selector's local, read like its neighbours (`is_training = params.is_training`)."""
-    return f"{indent}{BACKWARD_FIELD} = {parameter}.{BACKWARD_FIELD}\n"
+    return f"{indent}{field} = {parameter}.{field}\n"

@@ -26,6 +26,9 @@ Whether a backward will run is autograd's state when the params are built, as in
 attribute. The field is compared by the params' own `__eq__`, so TE's backend cache (which
 reselects only when the params differ) never hands a forward-only FA4 choice to a call that
 will run a backward. Params built elsewhere, without the field, are read at selection time.
+Before TE 2.10 the params do not say either whether the call runs under CUDA graph capture: the
+same subclass adds TE 2.10's `cuda_graph` field (default: TE's own `is_graph_capturing()`), so a
+selection made outside capture is never reused inside it (TE #2344's illegal memory access).
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ SELECTOR = "get_attention_backend"
 PARAMS = "AttentionParams"
 #: The field saying a backward will run, as TE upstream and the codemod name it.
 BACKWARD_FIELD = "requires_backward"
+#: The field saying the call runs under CUDA graph capture, as TE 2.10 and the codemod name it.
+CAPTURE_FIELD = "cuda_graph"
 #: Where TE's callers look the selector up, newest layout first.
 SELECTOR_MODULES = (
     "transformer_engine.pytorch.attention.dot_product_attention.utils",
@@ -66,7 +71,7 @@ class _Patch:
     hazards: tuple[Hazard, ...]
     #: The module's `os`, when the patch replaced it with `scoped_env.OS_VIEW`.
     replaced_os: types.ModuleType | None
-    #: The module's `AttentionParams`, when the patch gave it the backward signal.
+    #: The module's `AttentionParams`, when the patch gave it the backward or capture signal.
     replaced_params: type | None
     logged: set[tuple[str, Scenario]] = dataclasses.field(default_factory=set)
 
@@ -137,22 +142,46 @@ def built_inputs(module: types.ModuleType, params: Any, fields: set[str]) -> dic
     return inputs
 
 
-def with_backward_signal(params_class: type) -> type:
-    """`AttentionParams` with a `requires_backward` field read from autograd at construction.
+def te_capturing() -> bool:
+    """TE's own CUDA graph capture state (`make_graphed_callables` sets it), as TE 2.10's
+    `DotProductAttention` passes it in `AttentionParams.cuda_graph`. A TE without the graph
+    module (a stripped fork) captures nothing through TE, which is all TE 2.10 asks too."""
+    try:
+        graph = importlib.import_module("transformer_engine.pytorch.graph")
+    except ImportError:
+        return False
+    return bool(graph.is_graph_capturing())
+
+
+def missing_signals(params_class: Any) -> tuple[str, ...]:
+    """The signal fields a dataclass `AttentionParams` lacks (none for any other kind)."""
+    if not dataclasses.is_dataclass(params_class):
+        return ()
+    declared = {field.name for field in dataclasses.fields(params_class)}
+    return tuple(name for name in (BACKWARD_FIELD, CAPTURE_FIELD) if name not in declared)
+
+
+def with_signals(params_class: type, names: Sequence[str]) -> type:
+    """`AttentionParams` with the signal fields `names`, each read at construction: whether a
+    backward will run (autograd's state), whether the call runs under CUDA graph capture (TE's).
 
     A subclass whose equality is the base class's own (TE's `__eq__` compares `fp8_meta` by
-    its recipe only) and, on top, the same `requires_backward`.
+    its recipe only) and, on top, the same signals.
     """
     import torch  # TE has imported it; importing `selector_patch` must not
 
+    factories = {BACKWARD_FIELD: torch.is_grad_enabled, CAPTURE_FIELD: te_capturing}
+
     def __eq__(self, other):
-        if isinstance(other, signalled) and self.requires_backward != other.requires_backward:
+        if isinstance(other, signalled) and any(
+            getattr(self, name) != getattr(other, name) for name in names
+        ):
             return False
         return params_class.__eq__(self, other)
 
     signalled = dataclasses.make_dataclass(
         params_class.__name__,
-        [(BACKWARD_FIELD, bool, dataclasses.field(default_factory=torch.is_grad_enabled))],
+        [(name, bool, dataclasses.field(default_factory=factories[name])) for name in names],
         bases=(params_class,),
         eq=False,
         namespace={
@@ -268,15 +297,13 @@ def install(
         if module not in _patches:
             replaced_os = os if module.__dict__.get("os") is os else None
             params_class = module.__dict__.get(PARAMS)
-            needs_signal = dataclasses.is_dataclass(params_class) and BACKWARD_FIELD not in {
-                field.name for field in dataclasses.fields(params_class)
-            }
-            replaced_params = params_class if needs_signal else None
+            signals = missing_signals(params_class)
+            replaced_params = params_class if signals else None
             patch = _Patch(module.__dict__[SELECTOR], tuple(hazards), replaced_os, replaced_params)
             if replaced_os is not None:
                 module.os = scoped_env.OS_VIEW
             if replaced_params is not None:
-                module.__dict__[PARAMS] = with_backward_signal(replaced_params)
+                module.__dict__[PARAMS] = with_signals(replaced_params, signals)
             module.__dict__[SELECTOR] = _wrap(module, patch)
             _patches[module] = patch
     return module

@@ -56,14 +56,6 @@ FEATURE_FIELDS: dict[str, tuple[str, ...]] = {
     "checkpoint_core_attention": ("checkpoint_core_attention",),
     "has_score_mod_bprop": ("has_score_mod_bprop",),
 }
-#: Optional features that are the process's state, not the user's request: every release can be
-#: asked under them, and one whose `AttentionParams` lacks their field answers as without them.
-#: CUDA-graph capture is one: TE's `DotProductAttention` passes `cuda_graph=is_graph_capturing()`
-#: from 2.10 on (#2344: cuDNN <= 9.15.0 graphs with `max_seqlen_kv % 128 != 0` hit an illegal
-#: memory access when captured), and TE 2.9's selector, called inside a capture, does not read
-#: it and selects what it selects without one. A release without the field cannot guard on it
-#: (`lint_plugin.engine.te_release.unseen_inputs`), but the request is no less real there.
-PROCESS_STATE = ("cuda_graph",)
 #: Optional features the selector reads from its module, not its `AttentionParams`:
 #: `is_in_onnx_export_mode()` (TE 1.13, 2.18+), which the virtual device answers.
 MODULE_FEATURES = ("onnx_export",)
@@ -87,6 +79,8 @@ _REQUEST_INPUTS = (
 )  # fmt: skip
 #: The inputs whose product is the `bhss` trigger input.
 BHSS_FIELDS = ("batch_size", "num_heads", "max_seqlen_q", "max_seqlen_kv")
+#: The trigger input for the keys past whole 128-token tiles, spelt as the selector writes it.
+KV_TILE_REMAINDER = "max_seqlen_kv % 128"
 #: Inputs a hazard trigger may talk about, and how each is read off a scenario.
 INPUTS: dict[str, Callable[["Scenario"], Any]] = {
     **{name: operator.attrgetter(name) for name in (*_REQUEST_INPUTS, *OPTIONAL_FEATURES)},
@@ -98,6 +92,13 @@ INPUTS: dict[str, Callable[["Scenario"], Any]] = {
     "mla": lambda s: s.head_dim_qk != s.head_dim_v,
     #: batch x heads x query length x key length: what cuDNN's workspace grows with.
     "bhss": lambda s: math.prod(getattr(s, factor) for factor in BHSS_FIELDS),
+    #: The layout's format (`bshd` for `bs3hd`), as TE derives it (`get_qkv_format`) and binds
+    #: the selector's local `qkv_format`; a paged KV cache's layout by its tensors'.
+    "qkv_format": lambda s: "".join(
+        c for c in s.qkv_layout.removeprefix("paged_kv_").split("_")[0] if c.isalpha()
+    ),
+    #: Keys past a whole number of 128-token tiles: TE 2.10's C++ reads `max_seqlen_kv % 128`.
+    KV_TILE_REMAINDER: lambda s: s.max_seqlen_kv % 128,
 }
 #: The kinds of KV cache a scenario's `kv_cache` names (None: no cache).
 KV_CACHES = ("non_paged", "paged")
@@ -108,9 +109,15 @@ DTYPE_INPUTS = ("qkv_dtype", "nominal_dtype")
 TUPLE_INPUTS = ("window_size", "alibi_slopes_shape", "core_attention_bias_shape")
 
 
+#: Optional features that are the process's state, not a feature a release may lack: a call
+#: made under CUDA graph capture is one whatever the release (TE 2.10's `DotProductAttention`
+#: passes `is_graph_capturing()`); a release without the field does not read it, and selects as
+#: it does outside capture.
+PROCESS_STATE = ("cuda_graph",)
+
+
 def expressible(name: str, fields: Collection[str]) -> bool:
-    """Whether a release declaring `fields` can be asked for `name` at a non-default value: a
-    process state (`PROCESS_STATE`) always can, the selector then reading it or not."""
+    """Whether a release declaring `fields` can be asked for `name` at a non-default value."""
     return (
         name not in FEATURE_FIELDS
         or name in PROCESS_STATE

@@ -41,6 +41,9 @@ class HazardReport:
     #: Every witness the release can express, and whether it selected the hazard's backend.
     witnesses: list[tuple[Scenario, bool]]
     controls: ControlReport
+    #: How many witnesses selected FusedAttention only on an assumed fused answer (no C++ for
+    #: the release, or TE 2.20+'s query leaving the request to cuDNN's own support check).
+    assumed: int = 0
 
     @property
     def witness(self) -> Scenario | None:
@@ -57,6 +60,7 @@ class HazardReport:
             "applicable": self.applicable,
             "reachable": self.reachable,
             "witness": self.witness.describe() if self.witness is not None else None,
+            "reached_on_assumed_fused_answer": self.assumed,
             "witnesses": [
                 {"inputs": witness.describe(), "reached": reached}
                 for witness, reached in self.witnesses
@@ -73,7 +77,8 @@ class HazardReport:
         if self.witness is not None:
             reached = sum(reached for _, reached in self.witnesses)
             verdict = (
-                f"REACHABLE on {self.witness.sm} ({reached} of {len(self.witnesses)} witnesses)"
+                f"REACHABLE on {self.witness.sm} ({reached} of {len(self.witnesses)} witnesses"
+                f"{self._resting(reached)})"
             )
         else:
             verdict = "not reachable" if self.applicable else "not applicable"
@@ -83,6 +88,12 @@ class HazardReport:
             f"{len(self.controls.failed)} failed{f' ({failed})' if failed else ''}, "
             f"{self.controls.skipped} skipped"
         )
+
+    def _resting(self, reached: int) -> str:
+        if not self.assumed:
+            return ""
+        which = "each" if self.assumed == reached else f"{self.assumed} of them"
+        return f", {which} on an assumed fused answer"
 
     @property
     def ok(self) -> bool:
@@ -124,11 +135,17 @@ def judge_control(selection: Selection, hazard: Hazard) -> str:
 
 def verify_hazard(selector: LoadedSelector, hazard: Hazard) -> HazardReport:
     witnesses = list(hazard.witnesses())
+    selections = [(witness, _try_select(selector, witness)) for witness in witnesses]
     answered = [
-        (witness, selection.role == hazard.backend)
-        for witness in witnesses
-        if (selection := _try_select(selector, witness)) is not None
+        (w, selection.role == hazard.backend) for w, selection in selections if selection is not None
     ]
+    assumed = sum(  # where FusedAttention itself is the assumed answer
+        1
+        for _, selection in selections
+        if selection is not None
+        and selection.role == hazard.backend == "FUSED"
+        and selector.assumption_of(selection) is not None
+    )
     controls = ControlReport()
     seen: set[Scenario] = set()
     for witness in witnesses:
@@ -149,6 +166,7 @@ def verify_hazard(selector: LoadedSelector, hazard: Hazard) -> HazardReport:
         applicable=applicable(selector, hazard),
         witnesses=answered,
         controls=controls,
+        assumed=assumed,
     )
 
 

@@ -15,6 +15,7 @@ import ast
 import json
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import black
@@ -30,11 +31,13 @@ from lint_plugin.engine.dialect import find_selectors
 from selector_patch.__main__ import main as selector_patch_cli
 from selector_patch.config import Config, with_te_fixes
 from selector_patch.harness import load_selector
-from selector_patch.registry import HAZARDS, TE_FIXES, Hazard, TeFix
+from selector_patch.registry import HAZARDS, TE_FIXES, Hazard, TeFix, get_hazard
 from selector_patch.testing import assert_case, hazard_cases
 from selector_patch.verify import verify_hazard
 
 pytestmark = pytest.mark.skipif(NO_TE_CXX is not None, reason=NO_TE_CXX or "")
+#: #2344's illegal memory access under CUDA graph capture (TE 2.10's `cuda_graph` field).
+FUSED_CUDA_GRAPH = get_hazard("TEA081")
 #: What the runtime patch guards by default, and the codemod with `--te-fixes`.
 GUARDED = (*HAZARDS, *TE_FIXES)
 
@@ -130,8 +133,8 @@ def test_the_pytest_plugins_cases_pass_on_the_first_release_with_the_fix(hazard,
     assert judged >= len(cases) // 2
 
 
-#: TE fixes whose inputs a selector's code can be asked about (an FP8 recipe's options cannot).
-STATIC = [h for h in TE_FIXES if not {c.input for c in h.triggers} & {"fp8_dpa", "fp8_recipe"}]
+#: TE fixes a selector's code can be asked about: all of them, FP8 recipes' included.
+STATIC = TE_FIXES
 
 
 @pytest.fixture(scope="module")
@@ -169,6 +172,22 @@ def test_after_the_codemod_the_last_release_lacking_the_fix_filters_it(
     assert black.format_str(patched, mode=black.Mode(line_length=100)) == patched
 
 
+#: The fixes on FP8 recipe state, and releases of each way of reading it: 1.9 (`fp8_meta`
+#: alone), 2.2 (recipes with `float8_current_scaling()` the selector never calls), 2.14 (the
+#: selector calls it; sm121 outside TE's sm120 filter).
+FP8_FIXES = [h for h in TE_FIXES if {c.input for c in h.triggers} & {"fp8_dpa", "fp8_recipe"}]
+
+
+@pytest.mark.parametrize("version", ["1.9.0.post1", "2.2.0", "2.14.0"])
+def test_after_the_codemod_no_fp8_fix_is_reachable(version, codemod_of):
+    """Beyond the last release lacking each fix: every release, however its selector reads the
+    recipe, keeps no witness of the FP8 fixes after the codemod, as TE's own code runs it."""
+    _, statuses, selector = codemod_of(version)
+    for hazard in FP8_FIXES:
+        report = verify_hazard(selector, hazard)
+        assert not report.reachable, (statuses[hazard.id], report.summary())
+
+
 FIXED_STATIC = [hazard for hazard in STATIC if hazard.evidence.te_fixed_in]
 
 
@@ -181,14 +200,52 @@ def test_the_first_release_with_the_fix_is_already_guarded(hazard, release):
     assert plan.statuses[hazard.id] == ALREADY_GUARDED
 
 
-def test_an_fp8_fix_is_unguardable_in_a_selector_and_says_why(release):
-    hazard = next(h for h in TE_FIXES if h not in STATIC)
-    source = release(hazard.evidence.te_last_lacking)
+FP8_CURRENT_SCALING = next(h for h in TE_FIXES if h.id == "TEA069")
+
+
+@pytest.mark.parametrize("version", ["2.2.0", "2.8.0"])
+def test_an_fp8_recipe_class_is_asked_with_the_recipes_own_predicate(version, release):
+    """TE 2.2's recipes define `float8_current_scaling()` and its selector never calls it: the
+    release the tree records says the guard can ask it; TE 2.8's selector calls it itself."""
+    source = release(version)
     code = source.path.read_text(encoding="utf-8")
-    assert plan_insertions(code, [hazard]).statuses[hazard.id] == NOT_APPLICABLE
+    plan = plan_insertions(code, [FP8_CURRENT_SCALING], te_version=source.te_version)
+    assert plan.statuses["TEA069"] == INSERTED
+    assert 'fp8_meta["recipe"].float8_current_scaling()' in plan.insertions[0].source
+
+
+def test_an_fp8_recipe_class_no_release_defines_a_predicate_for_is_unguardable(release):
+    """A copy of TE 2.2's selector alone (no recorded release, no call of the predicate) cannot
+    tell whether its recipes have `float8_current_scaling()`: unguardable there, saying why;
+    never a guard without the recipe's class."""
+    code = release("2.2.0").path.read_text(encoding="utf-8")
+    assert plan_insertions(code, [FP8_CURRENT_SCALING]).statuses["TEA069"] == NOT_APPLICABLE
     module = ast.parse(code)
-    verdict = analyze_hazards(module, find_selectors(module)[0], [hazard])[0]
-    assert "unguardable here" in verdict.detail and "runtime patch" in verdict.detail
+    verdict = analyze_hazards(module, find_selectors(module)[0], [FP8_CURRENT_SCALING])[0]
+    assert "unguardable here" in verdict.detail and "float8_current_scaling()" in verdict.detail
+
+
+@pytest.mark.parametrize("hazard_id, version", [("TEA074", "1.13.0"), ("TEA069", "2.5.0")])
+def test_a_release_that_never_makes_the_request_needs_no_guard(
+    hazard_id, version, release, load_te_selector
+):
+    """TE 1.13's C++ offers FP8 fused attention no head dim but 64 and 128; TE 2.5's
+    `Float8CurrentScaling` refuses `fp8_dpa`: TE's own code selects the backend for no witness,
+    and the analysis, told the release, says so rather than asking for a guard."""
+    hazard = next(h for h in TE_FIXES if h.id == hazard_id)
+    assert not hazard.evidence.makes(version) and hazard.evidence.makes(
+        hazard.evidence.te_last_lacking
+    )
+    assert not verify_hazard(load_te_selector(version).loaded, hazard).reachable
+    source = release(version)
+    code = source.path.read_text(encoding="utf-8")
+    plan = plan_insertions(code, [hazard], te_version=source.te_version)
+    assert plan.statuses[hazard_id] == NOT_APPLICABLE
+    module = ast.parse(code)
+    verdict = analyze_hazards(
+        module, find_selectors(module)[0], [hazard], te_version=source.te_version
+    )[0]
+    assert "never makes this request" in verdict.detail
 
 
 def _tree(tmp_path, release, version: str) -> Path:
@@ -205,25 +262,32 @@ def _tree(tmp_path, release, version: str) -> Path:
     return selector
 
 
-def test_flake8_flags_a_cxx_fix_before_its_release_and_not_from_it(tmp_path, release):
+@pytest.mark.parametrize(
+    "code, lacking, fixed, words",
+    [("TEA050", "2.9.0", "2.10.0", "cuDNN 9.14.0"), ("TEA062", "2.8.0", "2.9.0", "fp8_dpa")],
+)
+def test_flake8_flags_a_fix_before_its_release_and_not_from_it(
+    code, lacking, fixed, words, tmp_path, release
+):
     """TEA050 (#2344, TE 2.10's C++): reported on 2.9.0's selector, silent on 2.10.0's, told
-    apart by the release each tree records, with no C++ parsed."""
+    apart by the release each tree records, with no C++ parsed; TEA062 (#2320, TE 2.9's
+    selector, on FP8 recipe state): told apart by the analysis of each selector."""
     found = {}
-    for version in ("2.9.0", "2.10.0"):
+    for version in (lacking, fixed):
         lint = subprocess.run(
             [
                 sys.executable,
                 "-m",
                 "flake8",
-                "--select=TEA050",
+                f"--select={code}",
                 str(_tree(tmp_path, release, version)),
             ],
             capture_output=True,
             text=True,
         )
         found[version] = lint.stdout
-    assert "TEA050" in found["2.9.0"] and "cuDNN 9.14.0" in found["2.9.0"]
-    assert found["2.10.0"] == ""
+    assert code in found[lacking] and words in found[lacking]
+    assert found[fixed] == ""
 
 
 def test_every_te_fix_has_a_rule_page_citing_its_upstream_fix():
@@ -252,3 +316,35 @@ def test_a_recipe_the_release_refuses_is_not_expressible_there(load_te_selector)
 def test_a_te_fix_reads_back_from_its_toml_form():
     for hazard in TE_FIXES:
         assert Hazard.from_mapping(hazard.to_mapping()) == hazard, hazard.id
+
+
+def test_the_capture_signal_tells_a_call_under_capture_apart(monkeypatch, release):
+    """Before TE 2.10 the params say nothing of CUDA graph capture, so TE's backend cache would
+    reuse a selection made outside capture (TEA081, #2344). The runtime patch gives them TE
+    2.10's `cuda_graph` field, asked of TE's own `is_graph_capturing()` as they are built, and
+    the params then differ (the cache reselects); the codemod writes the same field."""
+    capturing = {"now": False}
+    graph = types.ModuleType("transformer_engine.pytorch.graph")
+    graph.is_graph_capturing = lambda: capturing["now"]
+    monkeypatch.setitem(sys.modules, graph.__name__, graph)
+    module = load_selector(release("2.9.0")).module
+    selector_patch.install(module)
+    try:
+        outside = module.AttentionParams()
+        capturing["now"] = True
+        inside = module.AttentionParams()
+        assert (outside.cuda_graph, inside.cuda_graph) == (False, True) and outside != inside
+    finally:
+        selector_patch.uninstall(module)
+    patched, _ = transform(release("2.9.0").path.read_text(encoding="utf-8"), [FUSED_CUDA_GRAPH])
+    assert "cuda_graph = attention_params.cuda_graph" in patched
+    assert "default_factory=lambda: te.pytorch.graph.is_graph_capturing()" in patched
+
+
+def test_a_selector_without_te_at_hand_cannot_take_the_capture_signal_and_says_why(release):
+    code = release("2.9.0").path.read_text(encoding="utf-8")
+    code = code.replace("import transformer_engine as te\n", "")
+    assert plan_insertions(code, [FUSED_CUDA_GRAPH]).statuses["TEA081"] == NOT_APPLICABLE
+    module = ast.parse(code)
+    verdict = analyze_hazards(module, find_selectors(module)[0], [FUSED_CUDA_GRAPH])[0]
+    assert "unguardable here" in verdict.detail and "`cuda_graph`" in verdict.detail

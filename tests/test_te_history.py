@@ -19,7 +19,6 @@ import subprocess
 import pytest
 from conftest import NO_TE_CXX
 
-from lint_plugin.engine.analysis import analyze_source
 from lint_plugin.mine.__main__ import main
 from lint_plugin.mine.te_changes import ASSUMED, bridged, changes_of
 from lint_plugin.mine.te_git import commits
@@ -33,12 +32,11 @@ from lint_plugin.mine.te_history_command import (
     report_line,
 )
 from selector_patch.harness.config_fields import VERDICT_ASSUMED
-from selector_patch.registry import Evidence, Hazard
-from selector_patch.scenario import Condition, Scenario, expressible
+from selector_patch.scenario import Scenario
 from selector_patch.selection_diff.classify import FIX, POLICY, REGRESSION
 from selector_patch.snapshot import Grid, Snapshot
 from selector_patch.snapshot.outcome import Outcome, Pick
-from selector_patch.sources import CORPUS_RELEASES, read_text
+from selector_patch.sources import CORPUS_RELEASES
 
 PAIR = ("2.17.1", "2.18.0")
 #: The #3056 fix's line in TE 2.18.0.
@@ -240,22 +238,6 @@ def test_graph_capture_is_process_state_every_release_can_be_asked(load_te_selec
     refused = new.select(captured)
     assert refused.backend != "FusedAttention"
     assert any(GRAPH_CAPTURE in line for line in refused.log)
-
-
-def test_a_hazard_on_graph_capture_is_unguardable_where_the_selector_lacks_the_field(
-    release,
-) -> None:
-    """Any hazard, not only TE's fixes: 2.9's selector is asked under a capture but has nothing
-    to test, so the analysis says so rather than `no input` or a guard it cannot write."""
-    hazard = Hazard(
-        id="TEA050", backend="FUSED", title="t", architectures=((9, 0),),
-        triggers=(Condition("cuda_graph", "==", True),), message="m", section="cuDNN",
-        evidence=Evidence("cudnn", "f", "t", "<=9.15.0"), kernel_version="9.15.0",
-    )  # fmt: skip
-    (verdict,) = analyze_source(read_text(release("2.9.0").path), [hazard])
-    assert not verdict.applicable and "unguardable here" in verdict.detail
-    assert "`cuda_graph`" in verdict.detail
-    assert expressible("cuda_graph", ()) and not expressible("softcap", ())
 
 
 KV_SM89 = "Disabling FusedAttention for KV caching for sm89"

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from guarded_selectors import overbroad, patched
 
+from conftest import NO_TE_CXX
 from selector_patch.__main__ import main
 from selector_patch.registry import HAZARDS, SM12X, TE_FIXES
+from selector_patch.verify import verify_hazard
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -150,3 +152,16 @@ def test_unloadable_selector_is_one_line_and_exit_2(tmp_path, capsys):
     path.write_text("def get_attention_backend(:\n")
     assert main(["verify", str(path)]) == 2
     assert capsys.readouterr().err == f"{path}: syntax error on line 1: invalid syntax\n"
+
+
+@pytest.mark.skipif(NO_TE_CXX is not None, reason=NO_TE_CXX or "")
+def test_a_fused_witness_reached_on_an_assumed_answer_says_so(load_te_selector):
+    """TEA050 (#2344, TE 2.10's C++): TE 2.9.0's own C++ selects FusedAttention for it; 2.20.2,
+    with no C++ here, selects it only because the fused answer is assumed, and says so."""
+    hazard = next(h for h in TE_FIXES if h.id == "TEA050")
+    own = verify_hazard(load_te_selector("2.9.0").loaded, hazard)
+    assumed = verify_hazard(load_te_selector("2.20.2").loaded, hazard)
+    assert own.reachable and own.assumed == 0 and "assumed" not in own.summary()
+    reached = sum(reached for _, reached in assumed.witnesses)
+    assert assumed.assumed == reached > 0 and "each on an assumed fused answer" in assumed.summary()
+    assert assumed.to_json()["reached_on_assumed_fused_answer"] == reached

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from lint_plugin.engine.dialect import Dialect, find_selectors
+from lint_plugin.engine.recipes import Meta, Recipe
 from selector_patch.harness import Unrepresentable
 from selector_patch.harness.params import attention_params_kwargs
 from selector_patch.registry import Evidence, Hazard
@@ -310,9 +311,20 @@ def test_the_analysis_binds_and_renders_an_input_te_reads_as_is(dialect) -> None
     assert dialect.condition_source(softcapped) == "softcap > 0.0"
     assert dialect.bindings("softcap", Scenario(softcap=30.0)) == {"softcap": 30.0}
     assert dialect.sees("cp_comm_type") and dialect.sees("pad_between_seqs")
-    # a dtype is bound as the torch dtype the field holds (`torch.float8_e4m3fn`); a recipe is
-    # an object TE builds, with no field holding its name
-    assert dialect.sees("qkv_dtype") and dialect.bindings("fp8_recipe", FA2) == {}
+    # a dtype is bound as the torch dtype the field holds (`torch.float8_e4m3fn`); a recipe as
+    # the `fp8` and `fp8_meta` fields TE reads it from, and tested as TE's FP8 filters test it
+    assert dialect.sees("qkv_dtype")
+    assert dialect.bindings("fp8_recipe", FA2) == {"fp8": False, "fp8_meta": Meta(None)}
+    bound = dialect.bindings("fp8_dpa", FA2.with_changes(DELAYED))
+    assert bound == {"fp8": True, "fp8_meta": Meta(Recipe("DelayedScaling", True, False))}
+    assert dialect.condition_source(Condition("fp8_dpa", "==", True)) == (
+        'fp8 and fp8_meta["recipe"].fp8_dpa'
+    )
+    current = Condition("fp8_recipe", "==", "Float8CurrentScaling")
+    assert dialect.condition_source(current) == (
+        'fp8 and fp8_meta["recipe"].float8_current_scaling()'
+    )
+    assert not dialect.asks(Condition("fp8_recipe", "==", "NoSuchScaling"))
 
 
 def test_a_trigger_on_any_input_has_witnesses_and_is_refused_where_inexpressible(

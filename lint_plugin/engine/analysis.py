@@ -67,7 +67,7 @@ from lint_plugin.engine.predicates import module_functions
 from lint_plugin.engine.program import Program, function_index
 from lint_plugin.engine.settled import Settled
 from lint_plugin.engine.slicing import Slice
-from lint_plugin.engine.te_release import filtered_in_cxx, unseen_inputs
+from lint_plugin.engine.te_release import filtered_in_cxx, never_made, unseen_inputs
 from selector_patch.records import TupleRecord
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
 from selector_patch.roles import FLASH_FALLBACK
@@ -782,11 +782,14 @@ def _analyze_function(
             hazard.id, function.name, False, False, None, None, None,
             f"no `{absent[0]}` input: the selector's AttentionParams cannot ask for it",
         )  # fmt: skip
-    unseen = unseen_inputs(hazard, dialect.sees)
+    never = never_made(hazard, strategy.te_version)
+    if never:
+        return HazardVerdict(hazard.id, function.name, False, False, None, None, None, never)
+    unseen = unseen_inputs(hazard, dialect, strategy.te_version)
     if unseen:
         return HazardVerdict(
             hazard.id, function.name, False, False, None, None, None,
-            f"unguardable here: the selector's code has no `{unseen[0]}` to test; `verify` and"
+            f"unguardable here: the selector's code has no {unseen[0]} to test; `verify` and"
             " the runtime patch judge it",
         )  # fmt: skip
     filtered = filtered_in_cxx(hazard, strategy.te_version)

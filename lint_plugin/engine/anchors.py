@@ -29,7 +29,10 @@ A selector that cannot tell a backward from a forward gets its backward signal w
 has it (`backward_signal`): a `requires_backward` field at the end of `AttentionParams`'s
 fields, whose default asks autograd when `DotProductAttention` builds the params (so the field
 joins the equality TE's backend cache compares), `import dataclasses` beside the module's other
-dataclasses import, and the selector's own local right after it reads `is_training`.
+dataclasses import, and the selector's own local right after it reads `is_training`. A selector
+whose params lack TE 2.10's `cuda_graph` gets the capture signal in the same places
+(`capture_signal`): the field, whose default asks TE's own `is_graph_capturing()` when the params
+are built, and its local.
 
 Statements are recognised by the names they read and write, never by comments or spelling.
 """
@@ -141,7 +144,7 @@ def _compute_capability(
 
 @dataclass(frozen=True)
 class BackwardSignal:
-    """Where the statements that let a selector see a backward go.
+    """Where the statements that let a selector see a backward (or a capture) go.
 
     A selector that takes `AttentionParams` gets the field (so TE's backend cache, which
     compares the params, tells the calls apart) and reads it; one that takes keyword inputs
@@ -168,11 +171,33 @@ def backward_signal(prepared: Selector) -> BackwardSignal | str:
         if not prepared.program.inputs:
             return "the selector takes no AttentionParams dataclass to carry `requires_backward`"
         return BackwardSignal(_first_statement(function))
-    fields = [
+    fields = _fields(params_class)
+    if not fields:
+        return "`AttentionParams` declares no fields to place `requires_backward` beside"
+    return _field_places(prepared, fields[-1])
+
+
+def capture_signal(prepared: Selector) -> BackwardSignal | str:
+    """The places of the capture signal (the same as the backward signal's, for `cuda_graph`),
+    or why there are none: TE before 1.9 takes keyword inputs and no dataclass to carry it."""
+    fields = _fields(prepared.dialect.params_class) if prepared.dialect.can_signal_capture else []
+    if not fields:
+        return "the params have no `cuda_graph`, and no dataclass fields and `te` to add it with"
+    return _field_places(prepared, fields[-1])
+
+
+def _fields(params_class: ast.ClassDef) -> list[ast.stmt]:
+    return [
         stmt
         for stmt in params_class.body
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
     ]
+
+
+def _field_places(prepared: Selector, last_field: ast.stmt) -> BackwardSignal | str:
+    """A new params field after `last_field`, with `dataclasses.field` at hand, and its local
+    right after the selector reads `is_training` (else first thing in the selector)."""
+    dialect, function = prepared.dialect, prepared.function
     parameter = prepared.program.parameter
     reads = [
         stmt
@@ -182,18 +207,16 @@ def backward_signal(prepared: Selector) -> BackwardSignal | str:
         and isinstance(stmt.value.value, ast.Name)
         and stmt.value.value.id == parameter
     ]
-    if not fields:
-        return "`AttentionParams` declares no fields to place `requires_backward` beside"
     local = Anchor(reads[0], "after") if reads else _first_statement(function)
     imports = _dataclasses_imports(dialect.module)
     if imports.field is not None:
-        return BackwardSignal(local, fields[-1], imports.field)
+        return BackwardSignal(local, last_field, imports.field)
     if imports.module is not None:
-        return BackwardSignal(local, fields[-1], f"{imports.module}.field")
-    after = imports.statement or _last_import(dialect.module, params_class)
+        return BackwardSignal(local, last_field, f"{imports.module}.field")
+    after = imports.statement or _last_import(dialect.module, dialect.params_class)
     if after is None:
         return "the module imports nothing before `AttentionParams` to place an import beside"
-    return BackwardSignal(local, fields[-1], import_after=after)
+    return BackwardSignal(local, last_field, import_after=after)
 
 
 def _first_statement(function: ast.FunctionDef) -> Anchor:

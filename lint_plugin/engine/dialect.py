@@ -26,6 +26,7 @@ from lint_plugin.engine.absint import Value, const
 from lint_plugin.engine.interpret.folding import PURE_BUILTINS
 from lint_plugin.engine.predicates import Predicate, module_predicates
 from lint_plugin.engine.pure_functions import pure_functions
+from lint_plugin.engine import recipes
 from lint_plugin.engine.program import (
     descendants,
     function_index,
@@ -37,6 +38,7 @@ from selector_patch.config import DEFAULT_SELECTOR_FUNCTIONS
 from selector_patch.roles import ROLES
 from selector_patch.scenario import (
     BHSS_FIELDS,
+    KV_TILE_REMAINDER,
     DTYPE_INPUTS,
     FEATURE_FIELDS,
     HELD_AS_IS,
@@ -58,6 +60,10 @@ PARAMS_CLASS = "AttentionParams"
 BACKWARD_FIELD = "requires_backward"
 #: torch's query of the autograd state, for a selector that asks it directly.
 GRAD_MODE_QUERY = "is_grad_enabled"
+#: The field that says the call runs under CUDA graph capture (TE 2.10 on), and its local.
+CAPTURE_FIELD = "cuda_graph"
+#: How a module that imports `transformer_engine as te` asks TE's own capture state.
+CAPTURE_QUERY = "te.pytorch.graph.is_graph_capturing"
 #: Functions a module may import that are pure on constant arguments, by qualified name.
 PURE_IMPORTS = {
     f"packaging.version.{name}": versions.lazy("packaging.version", name)
@@ -72,6 +78,8 @@ _UNSET = object()
 OPTIONAL_FIELDS = frozenset(OPTIONAL_FEATURES).union(*FEATURE_FIELDS.values())
 #: Trigger inputs derived from both head dims.
 HEAD_DIM_INPUTS = ("padded_head_dim", "mla")
+#: Trigger inputs of the FP8 recipe state, read off `fp8` and `fp8_meta` (`recipes`).
+RECIPE_INPUTS = ("fp8_recipe", *recipes.OPTIONS)
 
 
 class KVCache:
@@ -254,6 +262,22 @@ class Dialect:
         return BACKWARD_FIELD in self.param_fields or bool(asked)
 
     @property
+    def sees_capture(self) -> bool:
+        """Whether the selector's params say the call runs under CUDA graph capture."""
+        return CAPTURE_FIELD in self.param_fields
+
+    @property
+    def can_signal_capture(self) -> bool:
+        """Whether the codemod can give the params the capture field: a dataclass to hold it,
+        and `te` bound to ask TE's own capture state with."""
+        return self.params_class is not None and any(
+            alias.name == "transformer_engine" and alias.asname == "te"
+            for node in self.module.body
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        )
+
+    @property
     def padded_head_dim(self) -> str:
         """Selector expression for the head dim flash-attn pads to."""
         if "fa2_padded_head_dim" in self.bound:
@@ -312,10 +336,18 @@ class Dialect:
             return f"{window} is not None and {window}[0] != -1"
         if name == "bhss":
             return " * ".join(self.field_expression(field) for field in BHSS_FIELDS)
+        if name == KV_TILE_REMAINDER:
+            return f"{self.field_expression('max_seqlen_kv')} % 128"
+        if name == "qkv_format":
+            return name  # the selector's own local, from its layout
+        if name == CAPTURE_FIELD:
+            return CAPTURE_FIELD  # a local from TE 2.10 on (the codemod's signal adds it before)
         return self.field_expression(self._scalar_inputs[name])
 
     def condition_source(self, condition: Condition) -> str:
         """One registry trigger as a selector expression, e.g. `attention_dropout > 0.0`."""
+        if condition.input in RECIPE_INPUTS:
+            return " and ".join(self.condition_operands(condition))
         expression = self.input_expression(condition.input)
         if condition.input == "kv_cache":  # a KV cache of either kind: `inference_params`
             return f"{expression} is not None"
@@ -336,7 +368,25 @@ class Dialect:
         if condition.input == "sliding_window" and condition.op == "==" and condition.value:
             window = self.field_expression("window_size")
             return [f"{window} is not None", f"{window}[0] != -1"]
+        if condition.input in RECIPE_INPUTS:
+            return self._recipe_operands(condition)
         return [self.condition_source(condition)]
+
+    def _recipe_operands(self, condition: Condition) -> list[str]:
+        """An FP8 recipe condition as TE writes its FP8 filters: `fp8` (an FP8 autocast is on),
+        then the autocast's recipe read off `fp8_meta` (`fp8_meta["recipe"].fp8_dpa`, or its
+        class predicate, `fp8_meta["recipe"].float8_current_scaling()`); an option switched
+        off is the negation of both (`not (fp8 and fp8_meta["recipe"].fp8_dpa)`: no FP8
+        attention). Only the conditions `asks` admits have a spelling."""
+        recipe = f'{self.field_expression("fp8_meta")}["recipe"]'
+        if condition.input == "fp8_recipe":
+            test = f"{recipe}.{recipes.PREDICATES[condition.value].method}()"
+        else:
+            test = f"{recipe}.{condition.input}"
+        operands = [self.field_expression("fp8"), test]
+        if condition.value is False:
+            return [f"not ({' and '.join(operands)})"]
+        return operands
 
     @property
     def head_dim_fields(self) -> tuple[str, ...]:
@@ -353,6 +403,12 @@ class Dialect:
             return {"head_dim_qk": scenario.head_dim_qk, "head_dim_v": scenario.head_dim_v}
         if name == "bhss":
             return {factor: getattr(scenario, factor) for factor in BHSS_FIELDS}
+        if name == KV_TILE_REMAINDER:
+            return {"max_seqlen_kv": scenario.max_seqlen_kv}
+        if name == "qkv_format":
+            return {"qkv_layout": scenario.qkv_layout}
+        if name in RECIPE_INPUTS:
+            return recipes.bound(scenario) if self.sees(name) else {}
         field = self._scalar_inputs.get(name)
         if name == "kv_cache" and field in self.param_fields:
             return {field: KV_CACHE if scenario.kv_cache is not None else None}
@@ -374,7 +430,33 @@ class Dialect:
             return True
         if name == "bhss":
             return set(BHSS_FIELDS) <= self.param_fields
+        if name == KV_TILE_REMAINDER:
+            return "max_seqlen_kv" in self.param_fields
+        if name == "qkv_format":
+            return name in self.bound
+        if name == CAPTURE_FIELD:
+            return self.sees_capture or self.can_signal_capture
+        if name in RECIPE_INPUTS:
+            return {"fp8", "fp8_meta"} <= self.param_fields
         return self._scalar_inputs.get(name) in self.param_fields
+
+    def asks(self, condition: Condition) -> bool:
+        """Whether a guard can spell `condition` in this selector's code: it `sees` the input,
+        and an FP8 recipe condition is one TE's filters spell: an option switched on or off
+        (`fp8_meta["recipe"].fp8_dpa`), or the recipe of a class TE has a predicate for
+        (`fp8_meta["recipe"].float8_current_scaling()`; whether the release's recipes define
+        it is `te_release.unseen_inputs`'s question)."""
+        if not self.sees(condition.input):
+            return False
+        if condition.input in recipes.OPTIONS:
+            return condition.op == "==" and isinstance(condition.value, bool)
+        if condition.input == "fp8_recipe":
+            return condition.op == "==" and condition.value in recipes.PREDICATES
+        return True
+
+    def calls(self, method: str) -> bool:
+        """Whether the module calls a method of that name on a name (`fp8_recipe.delayed()`)."""
+        return any(name.endswith(f".{method}") for name in self.module_text_names)
 
     def input_fields(self) -> frozenset[str]:
         """`AttentionParams` fields a `Scenario` describes, optional features excepted.

@@ -1,4 +1,5 @@
-"""What a TE release's own C++ already filters, told from its version alone.
+"""What a TE release's own code outside the selector already decides, told from its version
+alone: the fixes its C++ filters, the requests it never makes, the recipe predicates it has.
 
 A hazard that TE fixed in its C++ fused-attention query (`nvte_get_fused_attn_backend`) leaves no
 trace in the selector: the selector just reads the query's answer. flake8 and the codemod never
@@ -11,8 +12,8 @@ recorded release, or a fix that lives in the selector, is judged by the analysis
 
 from __future__ import annotations
 
+from lint_plugin.engine.recipes import PREDICATES
 from selector_patch.registry import Hazard, TeFix
-from selector_patch.scenario import PROCESS_STATE
 from selector_patch.versions import compare, valid
 
 
@@ -29,16 +30,40 @@ def filtered_in_cxx(hazard: Hazard, te_version: str | None) -> str | None:
     )
 
 
-def unseen_inputs(hazard: Hazard, sees) -> list[str]:
-    """The trigger inputs of a TE fix that the selector's code cannot be asked about (an FP8
-    recipe's options are TE objects): its guard cannot be written, so it is not applicable
-    here, rather than a guard that leaves the condition out and fires far too widely. A process
-    state (`scenario.PROCESS_STATE`: CUDA-graph capture before TE 2.10) is so for every hazard:
-    the selector is asked under it all the same and may pick the failing backend, but has no
-    field to test."""
-    return [
-        condition.input
-        for condition in hazard.triggers
-        if (isinstance(hazard.evidence, TeFix) or condition.input in PROCESS_STATE)
-        and not sees(condition.input)
-    ]
+def never_made(hazard: Hazard, te_version: str | None) -> str | None:
+    """Why the release `te_version` never makes a TE fix's request at all, or None if it may
+    (or the release is not known): its other code refuses it before the selector runs."""
+    fix = hazard.evidence
+    if not (isinstance(fix, TeFix) and te_version and valid(te_version)):
+        return None
+    if fix.makes(te_version):
+        return None
+    return f"TE {te_version}'s own code never makes this request (TE {fix.te_reachable} does)"
+
+
+def unseen_inputs(hazard: Hazard, dialect, te_version: str | None = None) -> list[str]:
+    """What a TE fix's guard would test that the selector's code cannot ask, each as the
+    reason names it: its guard cannot be written, so it is not applicable here, rather than a
+    guard that leaves the condition out and fires far too widely.
+
+    An FP8 recipe's class is asked with the recipe's own predicate
+    (`fp8_meta["recipe"].float8_current_scaling()`), which a release's recipes define from
+    some release on (`recipes.PREDICATES`): the selector's module calls it, or the tree
+    records a release whose recipes have it (TE 2.2 - 2.7 define `float8_current_scaling()`
+    and never call it); a file with neither cannot tell."""
+    if not isinstance(hazard.evidence, TeFix):
+        return []
+    unseen = []
+    for condition in hazard.triggers:
+        if not dialect.asks(condition):
+            unseen.append(f"`{condition.input}`")
+        elif condition.input == "fp8_recipe":
+            predicate = PREDICATES[condition.value]
+            since = predicate.since
+            recorded = te_version and valid(te_version) and compare(te_version, since) >= 0
+            if not (recorded or dialect.calls(predicate.method)):
+                unseen.append(
+                    f"`{predicate.method}()` on its FP8 recipes (TE {predicate.since}+ defines it,"
+                    " and the module calls none)"
+                )
+    return unseen

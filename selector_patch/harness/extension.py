@@ -28,13 +28,18 @@ from __future__ import annotations
 
 import ast
 import operator
+import re
 from typing import Any, Callable, Mapping
 
 from selector_patch import scoped_env
 from selector_patch.harness.config_fields import VERDICT_ASSUMED, assumed_verdict, config_fields
 from selector_patch.harness.device import VirtualDevice
 from selector_patch.harness.opaque import OpaqueDecision, OpaqueModule, is_opaque
+from selector_patch.harness.params import Unrepresentable
 from selector_patch.te_cxx.query import FusedQuery, QueryFailure
+
+#: TE's refusal of a cuDNN older than it was built for, when it creates its cuDNN handle.
+MINIMUM_CUDNN = re.compile(r"requires cuDNN [0-9.]+ or later, but the cuDNN runtime is [0-9.]+")
 
 BACKEND_ENUM = "NVTE_Fused_Attn_Backend"
 #: `NVTE_Fused_Attn_Backend` in transformer_engine/common/include/transformer_engine/fused_attn.h,
@@ -224,6 +229,9 @@ def extension_module(
                 machine.sm_arch, machine.cudnn_runtime_version, scoped_env.lookup, arguments
             )
         except QueryFailure as failure:
+            needed = MINIMUM_CUDNN.search(str(failure))
+            if needed:  # the release does not run on this cuDNN at all (TE 2.20: below 9.12)
+                raise Unrepresentable(f"cudnn_version: TE {needed[0]}") from None
             raise RuntimeError(str(failure)) from None
         for line in printed:
             log(line)

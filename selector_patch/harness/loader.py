@@ -25,6 +25,7 @@ result carries.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import threading
 import types
@@ -55,7 +56,7 @@ from selector_patch.harness.imports import (
 from selector_patch.harness.kernels import kernel_module
 from selector_patch.harness.logs import LoggingView, LogSink, WarningsView
 from selector_patch.harness.opaque import OpaqueModule
-from selector_patch.harness.params import attention_params_kwargs
+from selector_patch.harness.params import PARAMS, Unrepresentable, attention_params_kwargs
 from selector_patch.harness.recipes import PYDANTIC_DATACLASSES, fp8_te_dtype
 from selector_patch.harness.pinning import ModuleState, pins_packages
 from selector_patch.harness.returns import return_layout
@@ -152,6 +153,8 @@ class LoadedSelector:
         except (ValueError, TypeError) as error:
             raise LoadError(self.path, str(error)) from None
         self._per_machine = not pins_packages(self.module)
+        #: Fields an `AttentionParams` declares beyond the release's, by class (`_fields`).
+        self._signal_fields: dict[Any, tuple[str, ...]] = {}
 
     def select(self, scenario: Scenario, params: Mapping[str, Any] | None = None) -> Selection:
         """Run TE's selector for `scenario`; raises `Unrepresentable` if the release cannot.
@@ -159,8 +162,19 @@ class LoadedSelector:
         `params` sets further `AttentionParams` fields by name (see `attention_params_kwargs`).
         """
         with self.pinned(scenario) as module:
-            kwargs = attention_params_kwargs(scenario, self.params_fields, module.__dict__, params)
+            fields = self._fields(module.__dict__.get(PARAMS))
+            kwargs = attention_params_kwargs(scenario, fields, module.__dict__, params)
             return self._run(module.__dict__, kwargs, scenario)
+
+    def _fields(self, params_class: Any) -> tuple[str, ...]:
+        """The fields `DotProductAttention` fills: the release's, and the signals a runtime
+        patch gave its `AttentionParams` (`runtime.with_signals`), which a call fills too."""
+        added = self._signal_fields.get(params_class)
+        if added is None:
+            declared = dataclasses.fields(params_class) if dataclasses.is_dataclass(params_class) else ()
+            added = tuple(f.name for f in declared if f.name not in self.params_fields)
+            self._signal_fields[params_class] = added
+        return self.params_fields + added if added else self.params_fields
 
     def installed(self, role: str, scenario: Scenario) -> bool | None:
         """Whether TE counts `role`'s package as installed on the scenario's machine, as its own
@@ -203,8 +217,8 @@ class LoadedSelector:
             return interpret(result, self._layout, namespace, scenario, self._sink.take())
         except UnreadableResult as error:
             raise SelectionError(self.path, f"{SELECTOR} {error}") from None
-        except MemoryError:  # the command's budget (`selector_patch.memory`), not an answer
-            raise
+        except (MemoryError, Unrepresentable):  # the command's budget, or TE refusing the
+            raise  # environment itself (`extension`): not an answer
         except Exception as error:
             machine = Machine.of(scenario)
             raise SelectionError(

@@ -156,6 +156,11 @@ class TeFix(Record):
     cxx_from: str = ""
     #: The package the defect sits in, as reports name it ("cuDNN").
     package: str = "cuDNN"
+    #: The TE releases whose own code can make a witness's request at all, as a PEP 440
+    #: specifier ("" for every one): before TE 2.1 the C++ offers FP8 fused attention no head
+    #: dim but 64 and 128; TE 2.4 - 2.7's `Float8CurrentScaling` refuses `fp8_dpa`. A release
+    #: outside makes no such request, so it needs no guard (`lint_plugin.engine.te_release`).
+    te_reachable: str = ""
     #: Kernel-side questions of `Evidence` (see the class docstring).
     fixed_in = None
     spellings = ()
@@ -181,6 +186,12 @@ class TeFix(Record):
 
     def affects_some(self, lowest: str, highest: str) -> bool:
         return True
+
+    def makes(self, te_version: str) -> bool:
+        """Whether TE `te_version`'s own code can make a witness's request (`te_reachable`)."""
+        from packaging.version import Version
+
+        return not self.te_reachable or Version(te_version) in _specifier(self.te_reachable)
 
     @property
     def filtered_in_cxx_from(self) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from selector_patch.registry.kernel_refusals import SM8X, SM10X_SM11X, SM12X
 from selector_patch.registry.model import Control, Hazard, TeFix
-from selector_patch.scenario import Condition
+from selector_patch.scenario import KV_TILE_REMAINDER, Condition
 
 #: Every architecture TE's fused attention runs on (cuDNN's arbitrary-seqlen kernels: sm80+).
 SM80_ON = (*SM8X, (9, 0), *SM10X_SM11X, *SM12X)
@@ -56,6 +56,17 @@ SM120_BACKENDS_FIX = TeFix(
     failure="Disabling FusedAttention as FP8 is not supported for compute capability = sm120",
     te_last_lacking="2.8.0",
     reference="[PyTorch] Fix attention backend and tests for `sm120`",
+)
+#: TE 2.10's two C++ filters of #2344 (the NaN and the illegal memory access); each entry
+#: quotes its own warning.
+KNOWN_IMA_AND_NANS_FIX = TeFix(
+    commit="26aad6b0f",
+    pr=2344,
+    te_fixed_in="2.10.0",
+    layer="c++",
+    failure="",
+    te_last_lacking="2.9.0",
+    reference="Disable cuDNN attention for known IMA and NaNs",
 )
 #: An FP8 attention call: the recipe's `fp8_dpa` under a `DelayedScaling` autocast.
 FP8_DPA = {"fp8_recipe": "DelayedScaling", "fp8_dpa": True}
@@ -98,17 +109,11 @@ FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN = Hazard(
         " 1024 on cuDNN 9.14.0: it gives NaN."
     ),
     section="fused_backend",
-    evidence=TeFix(
-        commit="26aad6b0f",
-        pr=2344,
-        te_fixed_in="2.10.0",
-        layer="c++",
+    evidence=KNOWN_IMA_AND_NANS_FIX.replace(
         failure=(
             "Warning: Given combination of attention mask (non-causal) and max_seqlen_kv (> 1024)"
             " does not support fused attention for cuDNN 9.14.0."
         ),
-        te_last_lacking="2.9.0",
-        reference="Disable cuDNN attention for known IMA and NaNs",
     ),
     kernel_version="",
     witness_shapes=(
@@ -136,6 +141,8 @@ FUSED_CUDNN_9_10_F16 = Hazard(
     triggers=(
         Condition("cudnn_version", "in", ((9, 10, 0), (9, 10, 1))),
         Condition("qkv_dtype", "in", ("bfloat16", "float16")),
+        #: FP8 attention casts BF16/FP16 inputs to FP8 before TE's C++ sees them (TEA071).
+        Condition("fp8_dpa", "==", False),
     ),
     message="Disabling FusedAttention for FP16/BF16 on cuDNN 9.10.0/9.10.1: known SDPA bugs.",
     section="fused_backend",
@@ -153,6 +160,7 @@ FUSED_CUDNN_9_10_F16 = Hazard(
     controls=(
         Control("cuDNN 9.10.2", {"cudnn_version": (9, 10, 2)}),
         Control("cuDNN 9.9.0", {"cudnn_version": (9, 9, 0)}),
+        Control("FP8 attention on cuDNN 9.10.1", {**FP8_DPA, "cudnn_version": (9, 10, 1)}),
     ),
     te_releases="every release before 2.6",
 )
@@ -567,8 +575,8 @@ FUSED_FP8_CURRENT_SCALING_OLD_CUDNN = Hazard(
     title="FusedAttention chosen for FP8 current scaling with cuDNN < 9.14.0",
     architectures=SM10X_SM11X,
     triggers=(
-        Condition("fp8_recipe", "==", "Float8CurrentScaling"),
         Condition("fp8_dpa", "==", True),
+        Condition("fp8_recipe", "==", "Float8CurrentScaling"),
         Condition("cudnn_version", "<", (9, 14, 0)),
     ),
     message="Disabling FusedAttention for FP8 current scaling with cuDNN < 9.14.0",
@@ -581,6 +589,8 @@ FUSED_FP8_CURRENT_SCALING_OLD_CUDNN = Hazard(
         failure="Disabling FusedAttention for FP8 current scaling with cuDNN < 9.14.0",
         te_last_lacking="2.8.0",
         reference="[PyTorch] Bump minimum cuDNN version for fused attention with FP8 current scaling",
+        #: 2.2 introduced the recipe; 2.4 - 2.7's `Float8CurrentScaling` asserts against fp8_dpa.
+        te_reachable=">=2.2,!=2.4.*,!=2.5.*,!=2.6.*,!=2.7.*",
     ),
     kernel_version="",
     witness_shapes=({"cudnn_version": (9, 13, 0)},),
@@ -743,6 +753,53 @@ FA4_SM100_HD256_SLIDING_WINDOW = Hazard(
     te_releases="2.15 - 2.17",
 )
 
+FUSED_FP8_TRAINING_SM90_HEAD_DIM = Hazard(
+    id="TEA074",
+    backend="FUSED",
+    title=(
+        "FusedAttention chosen for FP8 training on sm90 with a head dim other than 128 (cuDNN's"
+        " FP8 backward there takes d=128 only)"
+    ),
+    architectures=((9, 0),),
+    triggers=(
+        Condition("fp8_dpa", "==", True),
+        Condition("training", "==", True),
+        Condition("head_dim_qk", "!=", 128),
+    ),
+    message=(
+        "Disabling FusedAttention for FP8 training on sm90 with head_dim != 128: cuDNN's FP8"
+        " backward supports d=128 only."
+    ),
+    section="fused_backend",
+    evidence=TeFix(
+        commit="33b4fa708",
+        pr=2148,
+        te_fixed_in="2.8.0",
+        layer="c++",
+        failure="sm90: fwd d<=256, bwd d=128 only",
+        te_last_lacking="2.7.0",
+        reference=(
+            "came inside [PyTorch] Add sink attention support from cuDNN (#2148; on main"
+            " 5e4e0b2c3, first tagged in 2.9), without a fix title: TE's C++ had said since 2.1"
+            " that sm90's FP8 backward takes d=128 only (`TODO (cyang): add is_training to"
+            " nvte_get_fused_attn_backend`) and now tests is_training"
+        ),
+        #: Before 2.1 the C++ offers FP8 fused attention d=64 (t3hd) and d=128 alone.
+        te_reachable=">=2.1",
+    ),
+    kernel_version="",
+    witness_shapes=(
+        {**FP8_DPA, "head_dim_qk": 64, "head_dim_v": 64},
+        {**FP8_DPA, "head_dim_qk": 256, "head_dim_v": 256},
+    ),
+    controls=(
+        Control("head dim 128", {"head_dim_qk": 128, "head_dim_v": 128}),
+        Control("inference", INFERENCE),
+        Control("no FP8", {"fp8_recipe": None, "fp8_dpa": False}),
+    ),
+    te_releases="2.1 (cuDNN 9.7's FP8 head dims up to 256 on sm90) - 2.7",
+)
+
 FA4_SM100_HD512 = Hazard(
     id="TEA080",
     backend="FA4",
@@ -777,6 +834,67 @@ FA4_SM100_HD512 = Hazard(
     te_releases="2.16 - 2.18 (where TE defers to FA4's validator, which accepts (512, 512))",
 )
 
+#: The masks with padding, which TE 2.10's CUDA-graph filter spares.
+PADDING_MASKS = ("padding", "padding_causal", "padding_causal_bottom_right")
+#: A self-attention training call whose keys end past a whole 128-token tile, BSHD, causal.
+CUDA_GRAPH_CALL = {
+    "qkv_layout": "bshd_bshd_bshd",
+    "attn_mask_type": "causal",
+    "max_seqlen_q": 1000,
+    "max_seqlen_kv": 1000,
+}
+
+FUSED_CUDA_GRAPH_UNALIGNED_KV_IMA = Hazard(
+    id="TEA081",
+    backend="FUSED",
+    title=(
+        "FusedAttention chosen for training under CUDA graph capture with max_seqlen_kv % 128 != 0"
+        " on cuDNN <= 9.15.0 (illegal memory access)"
+    ),
+    architectures=SM80_ON,
+    triggers=(
+        Condition("cuda_graph", "==", True),
+        Condition("cudnn_version", "<=", (9, 15, 0)),
+        Condition("training", "==", True),
+        Condition("qkv_format", "in", ("bshd", "sbhd")),
+        Condition(KV_TILE_REMAINDER, "!=", 0),
+        Condition("attn_mask_type", "not in", PADDING_MASKS),
+    ),
+    message=(
+        "Disabling FusedAttention for training under CUDA graph capture with a non-padding mask,"
+        " max_seqlen_kv % 128 != 0 and BSHD/SBHD on cuDNN <= 9.15.0: it needs cuDNN 9.15.1+."
+    ),
+    section="fused_backend",
+    evidence=KNOWN_IMA_AND_NANS_FIX.replace(
+        failure=(
+            "Warning: Given combination of attention mask (non-padding), max_seqlen_kv (not"
+            " divisible by 128), and qkv_format (BSHD/SBHD) for backward fused attention with"
+            " graph capture requires cuDNN 9.15.1+."
+        ),
+    ),
+    kernel_version="",
+    witness_shapes=tuple(
+        {**CUDA_GRAPH_CALL, "cudnn_version": version} for version in ((9, 15, 0), (9, 12, 0))
+    ),
+    controls=(
+        Control("cuDNN 9.15.1", {"cudnn_version": (9, 15, 1)}),
+        Control("outside capture", {"cuda_graph": False}),
+        Control("max_seqlen_kv 1024", {"max_seqlen_q": 1024, "max_seqlen_kv": 1024}),
+        Control("padding mask", {"attn_mask_type": "padding_causal"}),
+        Control("inference", {"training": False, "backward": False}),
+    ),
+    te_releases=(
+        "every release with fused attention before 2.10.0; before 2.10 the params say nothing"
+        " of capture, so the guard comes with TE 2.10's `cuda_graph` field"
+    ),
+)
+#: Not registered: TE 2.8's FA3 head/group and FP8 checks (`_is_fa3_supported`, #1907
+#: c334fc46b, "[PyTorch] Support FA3 for MLA and with CP") are a policy, not a fix. Its
+#: `num_heads % num_gqa_groups != 0` test switches FA3 off for a request TE 2.7 picks it for,
+#: but which `DotProductAttention` never makes (its `__init__` asserts
+#: `num_attention_heads % self.num_gqa_groups == 0`); its FP8 `head_dim_v > 256` test is the
+#: new FA3 MLA support's own filter (TE 2.7 switches FA3 off above head dim 128).
+
 TE_FIXES: tuple[Hazard, ...] = (
     FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN,
     FUSED_CUDNN_9_10_F16,
@@ -802,5 +920,7 @@ TE_FIXES: tuple[Hazard, ...] = (
     FUSED_CUDNN_9_10_0_FP8,
     FUSED_DETERMINISTIC_THD_WORKSPACE_SM90,
     FA4_SM100_HD256_SLIDING_WINDOW,
+    FUSED_FP8_TRAINING_SM90_HEAD_DIM,
     FA4_SM100_HD512,
+    FUSED_CUDA_GRAPH_UNALIGNED_KV_IMA,
 )

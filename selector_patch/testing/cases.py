@@ -20,7 +20,7 @@ import pytest
 
 from selector_patch.config import load_config
 from selector_patch.registry import HAZARDS, ISOLATING_ENV, PACKAGE_FIELD, Control, Hazard
-from selector_patch.scenario import BHSS_FIELDS, Scenario
+from selector_patch.scenario import BHSS_FIELDS, KV_TILE_REMAINDER, Scenario
 from selector_patch.testing.inputs import keyword_inputs
 
 WITNESS, CONTROL = "witness", "control"
@@ -31,6 +31,8 @@ SPELT_AS = {
     "mla": HEAD_DIMS,
     "sliding_window": ("window_size",),
     "bhss": BHSS_FIELDS,
+    "qkv_format": ("qkv_layout",),
+    KV_TILE_REMAINDER: ("max_seqlen_kv",),
 }
 #: How an id says a boolean input, true and false.
 BOOL_WORDS = {

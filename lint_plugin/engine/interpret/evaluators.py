@@ -44,6 +44,8 @@ from lint_plugin.engine.interpret.folding import (
 from lint_plugin.engine.interpret.frames import RAISES, LocalFunction, Unreachable
 from lint_plugin.engine.program import Program, dotted_name
 from lint_plugin.engine.pure_functions import PURE_METHODS
+from lint_plugin.engine.recipes import METHODS as RECIPE_METHODS
+from lint_plugin.engine.recipes import attribute, call
 
 if TYPE_CHECKING:
     from lint_plugin.engine.interpreter import Interpreter
@@ -104,13 +106,13 @@ def _named(name: str) -> Evaluator:
 
 def _attribute(program: Program, node: ast.Attribute) -> Evaluator:
     """`a.b.c`: the state's binding of the dotted name, else an `AttentionParams` field read off
-    the selector's argument, else a module name the facts know, else unknown. One evaluator
-    serves every node of a dotted name."""
+    the selector's argument, else a module name the facts know, else an FP8 recipe's option
+    (`recipes.attribute`), else unknown. One evaluator serves every node of a dotted name."""
     value = node.value
     dotted = f"{value.id}.{node.attr}" if type(value) is ast.Name else dotted_name(node)
     if dotted is None:
-        base = evaluator(program, value)
-        return lambda interpreter, state: unknown(base(interpreter, state).deps)
+        base, field = evaluator(program, value), node.attr
+        return lambda interpreter, state: _attribute_of(base(interpreter, state), field)
     shared = program.name_evaluators.get(dotted)
     if shared is None:
         shared = program.name_evaluators[dotted] = _dotted(program, node, dotted)
@@ -134,9 +136,16 @@ def _dotted(program: Program, node: ast.Attribute, dotted: str) -> Evaluator:
         value = interpreter.facts.names.get(dotted)
         if value is not None:
             return value
-        return unknown(base(interpreter, state).deps)
+        return _attribute_of(base(interpreter, state), field)
 
     return evaluate
+
+
+def _attribute_of(held: Value, field: str) -> Value:
+    """`held.field`: folded on what a witness binds an FP8 recipe to, else unknown."""
+    if held.const is UNKNOWN and held.choices is None:
+        return unknown(held.deps)
+    return apply(lambda obj: attribute(obj, field), (held,), held.deps)
 
 
 def _reads_parameter(program: Program, node: ast.Attribute) -> bool:
@@ -359,6 +368,18 @@ def _call(program: Program, node: ast.Call) -> Evaluator:
         and not runs_helper
     )
     folds = local is not None and not node.keywords
+    #: `fp8_recipe.float8_current_scaling()`, `fp8_meta.get(...)`: folded on what a witness
+    #: binds the recipe state to (`recipes.call`).
+    recipe_call = (
+        isinstance(func, ast.Attribute)
+        and func.attr in RECIPE_METHODS
+        and not node.keywords
+        and not runs_helper
+        and not any(isinstance(argument, ast.Starred) for argument in node.args)
+    )
+    if recipe_call:
+        receiver = evaluator(program, func.value)
+        operands = [evaluator(program, argument) for argument in node.args]
 
     def evaluate(interpreter: Interpreter, state: State) -> Value:
         if local is not None:
@@ -380,6 +401,12 @@ def _call(program: Program, node: ast.Call) -> Evaluator:
                 return interpreter._run_pure(function, node, state)
         if method:
             return interpreter._str_method(func, node, state)
+        if recipe_call:
+            held = receiver(interpreter, state)
+            if held.const is not UNKNOWN or held.choices is not None:
+                values = [held, *(operand(interpreter, state) for operand in operands)]
+                deps = frozenset().union(*(value.deps for value in values))
+                return apply(lambda obj, *args: call(obj, func.attr, *args), values, deps)
         if (
             folds
             and (local in PURE_BUILTINS or local in facts.functions)
