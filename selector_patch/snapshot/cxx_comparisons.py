@@ -105,15 +105,15 @@ def _condition_at(text: str, start: int) -> tuple[str, int] | None:
     return None
 
 
-def _conjuncts(condition: str) -> list[str]:
-    """The condition split at its top-level `&&`."""
+def _conjuncts(condition: str, operator: str = "&&") -> list[str]:
+    """The condition split at its top-level `&&` (or `operator`: `||` gives its sides)."""
     parts, depth, begun = [], 0, 0
     for position, char in enumerate(condition):
         depth += char == "("
         depth -= char == ")"
-        if depth == 0 and condition.startswith("&&", position):
+        if depth == 0 and condition.startswith(operator, position):
             parts.append(condition[begun:position])
-            begun = position + 2
+            begun = position + len(operator)
     return [*parts, condition[begun:]]
 
 
@@ -151,19 +151,7 @@ def _first_side(conjunct: str) -> str:
     bare = conjunct.strip()
     while bare.startswith("(") and _condition_at(bare, 0) == (bare[1:-1], len(bare)):
         bare = bare[1:-1].strip()
-    sides = _sides(bare)
+    sides = _conjuncts(bare, "||")
     if len(sides) == 1:
         return conjunct
     return sides[0] if len(list(_comparisons(sides[0], 0))) == 1 else ""
-
-
-def _sides(condition: str) -> list[str]:
-    """The condition split at its top-level `||`."""
-    parts, depth, begun = [], 0, 0
-    for position, char in enumerate(condition):
-        depth += char == "("
-        depth -= char == ")"
-        if depth == 0 and condition.startswith("||", position):
-            parts.append(condition[begun:position])
-            begun = position + 2
-    return [*parts, condition[begun:]]
