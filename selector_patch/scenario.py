@@ -100,6 +100,8 @@ INPUTS: dict[str, Callable[["Scenario"], Any]] = {
     #: Keys past a whole number of 128-token tiles: TE 2.10's C++ reads `max_seqlen_kv % 128`.
     KV_TILE_REMAINDER: lambda s: s.max_seqlen_kv % 128,
 }
+#: The kinds of KV cache a scenario's `kv_cache` names (None: no cache).
+KV_CACHES = ("non_paged", "paged")
 #: Inputs holding a torch dtype, kept by its name (`"float8_e4m3fn"`) so that a scenario stays
 #: plain data; TE's own `torch.float16` is accepted and stored by its name.
 DTYPE_INPUTS = ("qkv_dtype", "nominal_dtype")

@@ -28,9 +28,7 @@ def test_te_2_6_names_the_cudnn_versions_it_refuses(te_cxx) -> None:
 
 
 def test_te_2_10_refusals_are_conditions_of_all_their_inputs(te_cxx) -> None:
-    found = [
-        {atom.describe() for atom in condition} for condition in conditions(query(te_cxx, "2.10.0"))
-    ]
+    found = described(te_cxx, "2.10.0")
     nan = {
         "cudnn_version == (9, 14, 0)",
         "max_seqlen_kv > 1024",
@@ -41,4 +39,21 @@ def test_te_2_10_refusals_are_conditions_of_all_their_inputs(te_cxx) -> None:
     graphs = {"cudnn_version <= (9, 15, 0)", "max_seqlen_kv % 128 != 0", "cuda_graph == True"}
     assert nan in found
     assert any(graphs <= condition for condition in found)
-    assert not conditions(query(te_cxx, "2.9.0"))
+    assert not any(graphs <= condition for condition in described(te_cxx, "2.9.0"))
+
+
+def described(te_cxx, version: str) -> list[set[str]]:
+    found = conditions(query(te_cxx, version))
+    return [{atom.describe() for atom in condition} for condition in found]
+
+
+def test_a_negated_group_of_a_support_condition_is_a_refusal(te_cxx) -> None:
+    """#1960 (TE 2.6): `!((cudnn == 91100 || cudnn == 91200) && is_training && sm_arch_ == 90
+    && head_dim_qk >= 128 && head_dim_v >= 128 && !(qk == 192 && v == 128) && qk != v)`: the
+    first side of the `||`, and not the negated pair inside."""
+    mla = {
+        "cudnn_version == (9, 11, 0)", "compute_capability == (9, 0)", "head_dim_qk >= 128",
+        "head_dim_v >= 128",
+    }  # fmt: skip
+    assert mla in described(te_cxx, "2.6.0.post1")
+    assert not described(te_cxx, "2.5.0")

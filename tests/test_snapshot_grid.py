@@ -15,6 +15,7 @@ import pytest
 
 from selector_patch.snapshot.comparisons import Comparison, Expression, read
 from selector_patch.snapshot.covering import pair_rows, singles_of
+from selector_patch.snapshot.grid import BUILT
 from selector_patch.snapshot.values import categorical_values, holds, ordered_values
 
 
@@ -127,6 +128,32 @@ def test_inputs_that_meet_in_one_condition_are_paired() -> None:
         ("attention_dropout", "head_dim_v"),
         ("head_dim_qk", "head_dim_v"),
     }
+
+
+def test_a_kv_cache_meets_every_input_of_te_s_kv_cache_section() -> None:
+    """TE 2.4's sm89 filter is `cudnn_version < (9, 11, 0)` nested in `if inference_params is
+    not None:`: with the cache a block input the two meet, an input outside the block does not,
+    and without it they are two separate conditions."""
+    source = textwrap.dedent(
+        """
+        def get_attention_backend(attention_params):
+            inference_params = attention_params.inference_params
+            cudnn_version = get_cudnn_version()
+            if inference_params is not None:
+                if attention_params.context_parallel:
+                    pass
+                if cudnn_version < (9, 11, 0):
+                    pass
+            if attention_params.softcap != 0.0:
+                pass
+        """
+    )
+    tree = ast.parse(source)
+    blocked = {pair for pair, _ in read(tree, params_dialect=True, blocks=BUILT).together}
+    assert blocked == {
+        ("context_parallel", "inference_params"), ("cudnn_version", "inference_params"),
+    }  # fmt: skip
+    assert read(tree, params_dialect=True).together == ()
 
 
 def test_the_keyword_dialect_reads_parameters_as_inputs() -> None:

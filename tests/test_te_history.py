@@ -17,9 +17,10 @@ import shutil
 import subprocess
 
 import pytest
+from conftest import NO_TE_CXX
 
 from lint_plugin.mine.__main__ import main
-from lint_plugin.mine.te_changes import ASSUMED, changes_of
+from lint_plugin.mine.te_changes import ASSUMED, bridged, changes_of
 from lint_plugin.mine.te_git import commits
 from lint_plugin.mine.te_history import Version
 from lint_plugin.mine.te_history_command import (
@@ -30,6 +31,8 @@ from lint_plugin.mine.te_history_command import (
     release_names,
     report_line,
 )
+from selector_patch.harness.config_fields import VERDICT_ASSUMED
+from selector_patch.scenario import Scenario
 from selector_patch.selection_diff.classify import FIX, POLICY, REGRESSION
 from selector_patch.snapshot import Grid, Snapshot
 from selector_patch.snapshot.outcome import Outcome, Pick
@@ -214,3 +217,94 @@ def test_a_fused_change_against_an_assumed_answer_is_neither_fix_nor_regression(
         _snapshot([FA4, FA4], "fused answer assumed: ..."), _snapshot([UNFUSED, FA4]), {},
     )  # fmt: skip
     assert change["class"] == ASSUMED
+
+
+#: #2344's graph-capture refusal, as TE 2.10's C++ warns it.
+GRAPH_CAPTURE = "for backward fused attention with graph capture requires cuDNN 9.15.1+"
+#: The IMA's request: cuDNN 9.15.0, training, BSHD, `max_seqlen_kv % 128 != 0`, causal.
+CAPTURED = Scenario(cudnn_version=(9, 15, 0), max_seqlen_kv=129, env=(("NVTE_FLASH_ATTN", "0"),))
+
+
+@pytest.mark.skipif(NO_TE_CXX is not None, reason=str(NO_TE_CXX))
+def test_graph_capture_is_process_state_every_release_can_be_asked(load_te_selector) -> None:
+    """TE 2.9 has no `cuda_graph` field: asked under a capture, it selects as without one (the
+    IMA's FusedAttention); 2.10 reads it and refuses, in its C++'s words."""
+    captured = CAPTURED.with_changes({"cuda_graph": True})
+    old = load_te_selector("2.9.0").loaded
+    assert "cuda_graph" not in old.params_fields
+    assert old.select(captured).backend == old.select(CAPTURED).backend == "FusedAttention"
+    new = load_te_selector("2.10.0").loaded
+    assert new.select(CAPTURED).backend == "FusedAttention"
+    refused = new.select(captured)
+    assert refused.backend != "FusedAttention"
+    assert any(GRAPH_CAPTURE in line for line in refused.log)
+
+
+KV_SM89 = "Disabling FusedAttention for KV caching for sm89"
+
+
+def test_a_kv_cache_filter_widened_over_cudnn_versions_is_a_fix_each_time() -> None:
+    """#1776 -> #2185: TE 2.4 keeps FusedAttention off sm89 KV caching below cuDNN 9.11 (a
+    fix: a cuDNN range), 2.8 on every cuDNN, its line losing the bound (a fix: the widening)."""
+    fixes: dict[str, str] = {}
+    fused = Pick("FusedAttention", fused="F16_arbitrary_seqlen")
+    before, after = _snapshot([fused, fused]), _snapshot([UNFUSED, fused])
+    for release, line in (("2.4.0", f"{KV_SM89} and cuDNN < 9.11"), ("2.8.0", KV_SM89)):
+        (change,) = changes_of(
+            _report(line, "off", "FusedAttention"),
+            Version("x", "x"), Version(release, release), before, after, fixes,
+        )  # fmt: skip
+        assert change["class"] == FIX, change["reason"]
+    assert change["reason"].startswith("widens 2.4.0's fix")
+    (unrelated,) = changes_of(
+        _report("Disabling FusedAttention for KV caching", "off", "FusedAttention"),
+        Version("x", "x"), Version("2.9.0", "2.9.0"), before, after, fixes,
+    )  # fmt: skip
+    assert unrelated["class"] == POLICY
+
+
+FUSED = Pick("FusedAttention", fused="F16_arbitrary_seqlen")
+REFUSED = "Disabling FusedAttention as cuDNN does not support the request on sm120"
+NO_CXX = "fused answer assumed: F16_arbitrary_seqlen (no TE C++ for 1.1)"
+
+
+def _release(name: str) -> Version:
+    return Version(name, name)
+
+
+def _changed(line: str, since: str, version: str, a: Snapshot, b: Snapshot) -> list[dict]:
+    return changes_of(
+        _report(line, "off", "FusedAttention"), _release(since), _release(version), a, b, {}
+    )
+
+
+@pytest.mark.parametrize("logged", [False, True])
+def test_a_change_across_a_release_without_cxx_is_judged_between_its_neighbours(logged) -> None:
+    """1.0 and 1.2 answer with TE's C++, 1.1 with an assumption: 1.1 -> 1.2's FusedAttention
+    change is `assumed`, 1.0 -> 1.2's is TE's, reported at 1.2 saying 1.1's C++ is unknown, or
+    at 1.1 where 1.1's own selector already logs its line (a Python filter)."""
+    before, after = _snapshot([FUSED, FUSED]), _snapshot([UNFUSED, FUSED])
+    unknown = _snapshot([FUSED, FUSED], NO_CXX)
+    if logged:
+        unknown.outcomes[0] = Outcome(UNFUSED, (REFUSED,))
+    held = _changed(REFUSED, "1.1", "1.2", unknown, after)
+    assert [change["class"] for change in held] == [ASSUMED]
+    across = _changed(REFUSED, "1.0", "1.2", before, after)
+    (change,) = bridged(across, held, [(_release("1.1"), unknown)])
+    assert change["class"] == FIX and change["unknown_cxx"] == "1.1"
+    assert change["version"] == ("1.1" if logged else "1.2")
+    assert change["reason"].endswith("judged 1.0 -> 1.2: 1.1's C++ unknown")
+
+
+@pytest.mark.parametrize("reached", [False, True])
+def test_cudnn_s_assumed_verdict_makes_only_the_requests_that_reached_it_assumed(reached) -> None:
+    """TE 2.20's compiled query leaves cuDNN's own check to a GPU: a change is `assumed` where
+    its requests reached that check (their log says so), TE's own elsewhere."""
+    note = f"{VERDICT_ASSUMED}: supported, for the 1 request(s) so far ..."
+    after = _snapshot([FUSED, FUSED], note)
+    after.outcomes[0] = Outcome(FUSED, (f"{VERDICT_ASSUMED}: supported",) if reached else ())
+    (change,) = changes_of(
+        _report(REFUSED, "on", "FusedAttention"), _release("1.0"), _release("1.1"),
+        _snapshot([UNFUSED, FUSED]), after, {},
+    )  # fmt: skip
+    assert change["class"] == (ASSUMED if reached else POLICY)

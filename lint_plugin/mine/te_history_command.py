@@ -24,7 +24,7 @@ import sys
 import time
 from typing import Any, Callable, Sequence
 
-from lint_plugin.mine.te_changes import ASSUMED, changes_of
+from lint_plugin.mine.te_changes import ASSUMED, bridged, changes_of, release_wide
 from lint_plugin.mine.te_history import WORKERS, Version, releases, selections, shared_grid
 from selector_patch.selection_diff.classify import FIX, REGRESSION
 from selector_patch.selection_diff.grouping import UNSPECIFIC
@@ -103,7 +103,15 @@ def mine(
     changes: list[dict[str, Any]] = []
     fixes: dict[str, str] = {}
     assumed: dict[str, str] = {}
-    previous = None
+    previous = known = None  # the last version, and the last with TE's own fused answer
+    held: list[dict[str, Any]] = []  # the changes since `known`
+    unknown: list[tuple[Version, Any]] = []  # the versions since `known`, assumed everywhere
+
+    def compared(since: Version, before: Any, version: Version, snapshot: Any) -> list:
+        a, b = Side.of_snapshot(before, since.name), Side.of_snapshot(snapshot, version.name)
+        report = diff(a, b)
+        return changes_of(report, since, version, before, snapshot, fixes)
+
     with progress(len(versions), "asking", quiet=quiet) as bar:
         taken = selections(
             versions, grid, te_cxx, workers, lambda v: bar.relabel(f"asked {v.name}")
@@ -114,14 +122,18 @@ def mine(
             if snapshot.fused_assumption:
                 assumed[version.name] = snapshot.fused_assumption
             if previous is not None:
-                since, before = previous
-                report = diff(
-                    Side.of_snapshot(before, since.name), Side.of_snapshot(snapshot, version.name)
-                )
-                new = changes_of(report, since, version, before, snapshot, fixes)
-                found(new)
-                changes += new
+                held += compared(*previous, version, snapshot)
             previous = (version, snapshot)
+            if release_wide(snapshot):
+                unknown.append(previous)
+                continue
+            if unknown and known is not None:
+                held = bridged(compared(*known, version, snapshot), held, unknown)
+            found(held)
+            changes += held
+            held, unknown, known = [], [], previous
+    found(held)
+    changes += held
     return {
         "versions": [v._asdict() for v in versions],
         "grid": len(grid),

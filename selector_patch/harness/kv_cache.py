@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import types
 
-#: What the scenario's `kv_cache` names.
-KV_CACHES = ("non_paged", "paged")
+from selector_patch.scenario import KV_CACHES
 
 
 def inference_params(

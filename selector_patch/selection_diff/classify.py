@@ -53,7 +53,15 @@ RULES: tuple[Rule, ...] = (
         POLICY,
         "TE says the backend cannot run the request",
     ),
+    _rule(
+        r"cuDNN\s*(<=?|>=?|==|!=)\s*\d",
+        FIX,
+        POLICY,
+        "TE keeps the backend off a cuDNN version range (a cuDNN that fails there)",
+    ),
 )
+#: A version bound in a line (`and cuDNN < 9.11`): what a widened filter's line loses.
+_BOUND = re.compile(r"\s*(\band\b|\bwith\b|,)?\s*cuDNN\s*(<=?|>=?|==|!=)\s*[\d.]+", re.IGNORECASE)
 #: The class of a line no rule matches, by direction.
 UNMATCHED = {OFF: (POLICY, "no failure named"), "on": (POLICY, "support widened")}
 
@@ -63,12 +71,24 @@ class Verdict(NamedTuple):
     reason: str
 
 
-def classify(explanation: Explanation, reopens: str | None = None) -> Verdict:
+def unbounded(line: str) -> str:
+    """A line without its cuDNN version bounds: TE widens a filter by moving or dropping the
+    bound (#1776 -> #2185: "... for sm89 and cuDNN < 9.11" up to "... for sm89"), and the
+    lines of one filter's releases then read alike."""
+    return _BOUND.sub("", line).strip()
+
+
+def classify(
+    explanation: Explanation, reopens: str | None = None, widens: str | None = None
+) -> Verdict:
     """The class of a change explained by `explanation`; `reopens` names the earlier fix a
     switched-on case had (a release and its line), which makes it a regression whatever the
-    line says."""
+    line says; `widens` the earlier fix whose line, bounds aside (`unbounded`), is this
+    switched-off case's: the same filter on more cases, a fix as that one was."""
     if explanation.direction != OFF and reopens is not None:
         return Verdict(REGRESSION, f"re-opens {reopens}")
+    if explanation.direction == OFF and widens is not None:
+        return Verdict(FIX, f"widens {widens}")
     if explanation.line == SILENT:
         return Verdict(POLICY, "silent: no line ties it to a failure")
     for rule in RULES:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Iterator, Mapping, NamedTuple
+from typing import Collection, Iterator, Mapping, NamedTuple
 
 SELECTOR = "get_attention_backend"
 #: TE's hardware queries, by function name, and the input each answers.
@@ -358,19 +358,37 @@ class _Reader:
                     )
                 break
 
-    def together(self) -> tuple[tuple[tuple[str, str], int], ...]:
+    def together(self, blocks: Collection[str] = ()) -> tuple[tuple[tuple[str, str], int], ...]:
+        """Inputs that meet in one condition; and an input of `blocks` meets every input of the
+        conditions inside an `if` on it (`if inference_params is not None:` holds TE's whole
+        KV-cache section, each filter in it on one more input: its cuDNN range, context
+        parallelism, FP8), as if the two were one condition."""
         met: dict[tuple[str, str], int] = {}
+
+        def meet(inputs: Collection[str], line: int) -> None:
+            ordered = sorted(inputs)
+            for position, first in enumerate(ordered):
+                for second in ordered[position + 1 :]:
+                    met.setdefault((first, second), line)
+
         for function in self.functions:
             for node in ast.walk(function):
                 if not isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
                     continue
-                inputs = sorted(
-                    {use.input for part in ast.walk(node.test) for use in self.uses(part)}
-                )
-                for position, first in enumerate(inputs):
-                    for second in inputs[position + 1 :]:
-                        met.setdefault((first, second), node.lineno)
+                inputs = self._inputs(node.test)
+                meet(inputs, node.lineno)
+                outer = inputs & set(blocks)
+                if not (outer and isinstance(node, ast.If)):
+                    continue
+                for statement in node.body:
+                    for inner in ast.walk(statement):
+                        if isinstance(inner, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+                            for name in outer:
+                                meet({name, *self._inputs(inner.test)}, node.lineno)
         return tuple(sorted(met.items()))
+
+    def _inputs(self, test: ast.expr) -> set[str]:
+        return {use.input for part in ast.walk(test) for use in self.uses(part)}
 
     def truth_tested(self) -> frozenset[str]:
         tested = set()
@@ -467,15 +485,17 @@ def read(
     params_dialect: bool,
     named: Mapping[str, str] | None = None,
     selector: str = SELECTOR,
+    blocks: Collection[str] = (),
 ) -> Reading:
     """The comparisons of `selector` (and what it calls) in `tree`.
 
     `params_dialect`: the selector takes one `AttentionParams` (TE 1.9+) rather than keyword
     parameters. `named`: expressions that hold an input although they are no local of the
     selector (`FlashAttentionUtils.fa4_version`, by the input's name). Raises `ValueError` when
-    the module defines no `selector`.
+    the module defines no `selector`. `blocks`: inputs whose `if` meets every condition inside
+    it (`_Reader.together`).
     """
     reader = _Reader(tree, selector, params_dialect, named or {})
     return Reading(
-        tuple(reader.comparisons()), reader.truth_tested(), reader.env(), reader.together()
+        tuple(reader.comparisons()), reader.truth_tested(), reader.env(), reader.together(blocks)
     )

@@ -105,37 +105,53 @@ def _condition_at(text: str, start: int) -> tuple[str, int] | None:
     return None
 
 
-def _conjuncts(condition: str) -> list[str]:
-    """The condition split at its top-level `&&`."""
+def _conjuncts(condition: str, operator: str = "&&") -> list[str]:
+    """The condition split at its top-level `&&` (or `operator`: `||` gives its sides)."""
     parts, depth, begun = [], 0, 0
     for position, char in enumerate(condition):
         depth += char == "("
         depth -= char == ")"
-        if depth == 0 and condition.startswith("&&", position):
+        if depth == 0 and condition.startswith(operator, position):
             parts.append(condition[begun:position])
-            begun = position + 2
+            begun = position + len(operator)
     return [*parts, condition[begun:]]
 
 
 def conditions(text: str) -> list[tuple[Comparison, ...]]:
-    """Each `if` whose body starts by switching the query to no backend, as the conjunction of
-    the comparisons its top-level conjuncts make (a conjunct with `||` is left out: any of its
-    sides may hold)."""
+    """Each refusal as the conjunction of the comparisons its top-level conjuncts make: an `if`
+    whose body starts by switching the query to no backend, and a negated group `!(...)` of a
+    support condition (TE 2.6 - 2.9 write their cuDNN-bug refusals so, #1960: `!((cudnn ==
+    91100 || cudnn == 91200) && is_training && sm_arch_ == 90 && ...)`). A conjunct with `||`
+    holds where its first side does, and gives that side's comparisons where it is one; a
+    negated conjunct (`!(a && b)`) is left out: it holds for most values."""
     found = []
-    for match in re.finditer(r"\bif\s*\(", text):
+    for match in re.finditer(r"\bif\s*\(|!\s*\(", text):
         parsed = _condition_at(text, match.start())
         if parsed is None:
             continue
         condition, body = parsed
-        after = text[body:].lstrip().lstrip("{")
-        if not _NO_BACKEND.match(after):
-            continue
+        if match.group(0).startswith("if"):
+            after = text[body:].lstrip().lstrip("{")
+            if not _NO_BACKEND.match(after):
+                continue
         atoms = tuple(
             comparison
             for conjunct in _conjuncts(condition)
-            if "||" not in conjunct
-            for comparison in (*_comparisons(conjunct, match.start()), *_flag(conjunct))
+            if not conjunct.strip().startswith("!(")
+            for comparison in (*_comparisons(_first_side(conjunct), 0), *_flag(conjunct))
         )
         if len({atom.input for atom in atoms}) >= 3:
             found.append(tuple(atom._replace(line=_line_of(text, match.start())) for atom in atoms))
     return found
+
+
+def _first_side(conjunct: str) -> str:
+    """`a` of a conjunct `(a || b)` where `a` is one comparison, else the whole conjunct (whose
+    comparisons then all hold at once) or nothing (a side that is no single comparison)."""
+    bare = conjunct.strip()
+    while bare.startswith("(") and _condition_at(bare, 0) == (bare[1:-1], len(bare)):
+        bare = bare[1:-1].strip()
+    sides = _conjuncts(bare, "||")
+    if len(sides) == 1:
+        return conjunct
+    return sides[0] if len(list(_comparisons(sides[0], 0))) == 1 else ""

@@ -30,7 +30,7 @@ from packaging.version import Version
 
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
 from selector_patch.roles import ROLES
-from selector_patch.scenario import Scenario
+from selector_patch.scenario import KV_CACHES, Scenario
 from selector_patch.snapshot import comparisons as reading
 from selector_patch.snapshot import cxx_comparisons as cxx_reading
 from selector_patch.snapshot.comparisons import Comparison, Expression
@@ -57,6 +57,12 @@ STRENGTH = 2
 REQUEST_BUDGET = 1_000_000
 #: The most rows one C++ condition adds (`_rows_of`).
 JOINT_ROWS = 8
+#: `AttentionParams` fields the harness builds from a `Scenario` input, varied as that input
+#: over its values: a KV cache's `InferenceParams` is no constant the selector compares with
+#: (`inference_params is not None`), so its own comparisons give no value but None; the grid
+#: asks each kind of cache (`scenario.KV_CACHES`) where the selector reads the field,
+#: with every input of TE's KV-cache section beside it (`comparisons.read`'s `blocks`).
+BUILT = {"inference_params": "kv_cache"}
 #: How a caller asks for each mode: `DotProductAttention.training`, and whether autograd records
 #: the call (a backward will run).
 MODES: dict[str, dict[str, bool]] = {
@@ -166,7 +172,12 @@ def keyword_of(name: str, params_fields: Sequence[str]) -> str | None:
         return name
     if name not in params_fields:
         return None  # a field that computes itself (a backward signal), or not a field at all
-    return ALIASES.get(name, name)
+    return _keyword(name)
+
+
+def _keyword(field: str) -> str:
+    """The `select()` keyword an `AttentionParams` field is varied as."""
+    return ALIASES.get(field) or BUILT.get(field, field)
 
 
 def _named_inputs(text: str) -> dict[str, str]:
@@ -188,7 +199,9 @@ def derive(
 
     tree = ast.parse(loaded.text)
     namespace = loaded.module.__dict__
-    found = reading.read(tree, params_dialect=PARAMS in namespace, named=_named_inputs(loaded.text))
+    found = reading.read(
+        tree, params_dialect=PARAMS in namespace, named=_named_inputs(loaded.text), blocks=BUILT
+    )
     fields = loaded.params_fields
     defaults = _defaults(loaded)
     switch_names = {name for role in ROLES.values() for name in role.switches}
@@ -333,7 +346,7 @@ def _defaults(loaded: "LoadedSelector") -> dict[str, Any]:
     declared = _declared_defaults(namespace)
     values: dict[str, Any] = {}
     for field in loaded.params_fields:
-        keyword = ALIASES.get(field, field)
+        keyword = _keyword(field)
         if field in built:
             values[keyword] = built[field]
         elif keyword in SCENARIO_FIELDS:
@@ -549,6 +562,8 @@ def _values(derivation: Derivation, keyword: str) -> Values:
         return _package_levels(
             keyword, derivation.installed.get(keyword, default), comparisons, derivation.hazards
         )
+    if keyword == BUILT["inference_params"]:
+        return Values(KV_CACHES)
     if keyword.startswith(ENV_PREFIX):
         constants = [c.value for c in comparisons if isinstance(c.value, str)]
         if keyword in derivation.truth_tested:
@@ -662,16 +677,18 @@ def refusal(grid: Grid, budget: int | None = None) -> str | None:
 
 def _rows_of(factors: Sequence[Factor]):
     """A condition's rows: each ordered input it compares at the value nearest its default (the
-    default itself first) that every comparison of the condition on it holds for, each other
-    input at every value that does (a mask "not causal" is any of the others, and which one the
-    rest of the query admits is its to say), at most `JOINT_ROWS` rows; none when a value is
-    missing (an input the grid does not vary, or none of its values fits) or a row would set
-    fewer than three inputs (the pairs are rows already)."""
+    default itself first; `head_dim_v` beside `head_dim_qk` at the next two too, for MLA) that
+    every comparison of the condition on it holds for, each other input at every value that
+    does (a mask "not causal" is any of the others, and which one the rest of the query admits
+    is its to say), at most `JOINT_ROWS` rows; none when a value is missing (an input the grid
+    does not vary, or none of its values fits) or a row would set fewer than two inputs (the
+    single values are rows already; a row of two that a pair holds too is asked once)."""
     index = {factor.keyword: position for position, factor in enumerate(factors)}
 
     def rows(condition: Sequence[Comparison]) -> list[tuple[int, ...]]:
         choices: list[tuple[int, list[int]]] = []
-        for keyword in dict.fromkeys(atom.input for atom in condition):
+        inputs = dict.fromkeys(atom.input for atom in condition)
+        for keyword in inputs:
             if keyword not in index:
                 if keyword == ARCHITECTURE:
                     continue  # crossed: every row is asked on every architecture
@@ -683,14 +700,18 @@ def _rows_of(factors: Sequence[Factor]):
             if not fits:
                 return []
             if factor.cuts or 0 in fits:
-                fits = [min(fits, key=_nearness(factor, values))]
+                # the second head dim also at its next two values: TE's MLA refusals also test
+                # `head_dim_qk != head_dim_v`, which no constant states, and the value just
+                # past a constant (129) is one that TE refuses for its alignment alone
+                kept = 3 if keyword == "head_dim_v" and "head_dim_qk" in inputs else 1
+                fits = sorted(fits, key=_nearness(factor, values))[:kept]
             choices.append((index[keyword], fits))
         found = []
         for chosen in itertools.islice(itertools.product(*(f for _, f in choices)), JOINT_ROWS):
             levels = [0] * len(factors)
             for (position, _fits), level in zip(choices, chosen):
                 levels[position] = level
-            if sum(1 for level in levels if level) > 2:
+            if sum(1 for level in levels if level) >= 2:
                 found.append(tuple(levels))
         return found
 
