@@ -137,7 +137,9 @@ def verify_hazard(selector: LoadedSelector, hazard: Hazard) -> HazardReport:
     witnesses = list(hazard.witnesses())
     selections = [(witness, _try_select(selector, witness)) for witness in witnesses]
     answered = [
-        (w, selection.role == hazard.backend) for w, selection in selections if selection is not None
+        (w, selection.role == hazard.backend)
+        for w, selection in selections
+        if selection is not None
     ]
     assumed = sum(  # where FusedAttention itself is the assumed answer
         1

@@ -171,7 +171,9 @@ class LoadedSelector:
         patch gave its `AttentionParams` (`runtime.with_signals`), which a call fills too."""
         added = self._signal_fields.get(params_class)
         if added is None:
-            declared = dataclasses.fields(params_class) if dataclasses.is_dataclass(params_class) else ()
+            declared = (
+                dataclasses.fields(params_class) if dataclasses.is_dataclass(params_class) else ()
+            )
             added = tuple(f.name for f in declared if f.name not in self.params_fields)
             self._signal_fields[params_class] = added
         return self.params_fields + added if added else self.params_fields
