@@ -204,10 +204,10 @@ def _insertion(
 def _backward_signal(prepared: Selector, asking: list[str], plan: Plan) -> list[Insertion]:
     """The statements that let the selector tell a backward from a forward."""
     from codemods.render import backward_field_source, backward_query_source
-    from lint_plugin.engine.anchors import BackwardSignal, backward_signal
+    from lint_plugin.engine.anchors import SignalPlaces, backward_signal
 
     places = backward_signal(prepared)
-    if not isinstance(places, BackwardSignal):
+    if not isinstance(places, SignalPlaces):
         raise PlanError(f"cannot insert {', '.join(asking)}, which ask for a backward: {places}")
     if places.last_field is None:
         local = places.local
@@ -220,10 +220,10 @@ def _capture_signal(prepared: Selector, asking: list[str], plan: Plan) -> list[I
     """The statements that let the selector tell a call under CUDA graph capture (the
     `analysis` reports the hazard unguardable, with the reason, where there are none)."""
     from codemods.render import capture_field_source
-    from lint_plugin.engine.anchors import BackwardSignal, capture_signal
+    from lint_plugin.engine.anchors import SignalPlaces, capture_signal
 
     places = capture_signal(prepared)
-    if not isinstance(places, BackwardSignal):
+    if not isinstance(places, SignalPlaces):
         raise PlanError(f"cannot insert {', '.join(asking)}, which ask for a capture: {places}")
     return _signal(prepared, places, CAPTURE_FIELD, capture_field_source, plan)
 

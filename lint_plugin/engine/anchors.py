@@ -143,8 +143,8 @@ def _compute_capability(
 
 
 @dataclass(frozen=True)
-class BackwardSignal:
-    """Where the statements that let a selector see a backward (or a capture) go.
+class SignalPlaces:
+    """Where the statements that let a selector see a backward, or a capture, go.
 
     A selector that takes `AttentionParams` gets the field (so TE's backend cache, which
     compares the params, tells the calls apart) and reads it; one that takes keyword inputs
@@ -161,7 +161,7 @@ class BackwardSignal:
     import_after: ast.stmt | None = None
 
 
-def backward_signal(prepared: Selector) -> BackwardSignal | str:
+def backward_signal(prepared: Selector) -> SignalPlaces | str:
     """The places of the backward signal, or why there are none (a one-line reason)."""
     dialect, function = prepared.dialect, prepared.function
     params_class = dialect.params_class
@@ -170,14 +170,14 @@ def backward_signal(prepared: Selector) -> BackwardSignal | str:
     if params_class is None:
         if not prepared.program.inputs:
             return "the selector takes no AttentionParams dataclass to carry `requires_backward`"
-        return BackwardSignal(_first_statement(function))
+        return SignalPlaces(_first_statement(function))
     fields = _fields(params_class)
     if not fields:
         return "`AttentionParams` declares no fields to place `requires_backward` beside"
     return _field_places(prepared, fields[-1])
 
 
-def capture_signal(prepared: Selector) -> BackwardSignal | str:
+def capture_signal(prepared: Selector) -> SignalPlaces | str:
     """The places of the capture signal (the same as the backward signal's, for `cuda_graph`),
     or why there are none: TE before 1.9 takes keyword inputs and no dataclass to carry it."""
     fields = _fields(prepared.dialect.params_class) if prepared.dialect.can_signal_capture else []
@@ -194,7 +194,7 @@ def _fields(params_class: ast.ClassDef) -> list[ast.stmt]:
     ]
 
 
-def _field_places(prepared: Selector, last_field: ast.stmt) -> BackwardSignal | str:
+def _field_places(prepared: Selector, last_field: ast.stmt) -> SignalPlaces | str:
     """A new params field after `last_field`, with `dataclasses.field` at hand, and its local
     right after the selector reads `is_training` (else first thing in the selector)."""
     dialect, function = prepared.dialect, prepared.function
@@ -210,13 +210,13 @@ def _field_places(prepared: Selector, last_field: ast.stmt) -> BackwardSignal | 
     local = Anchor(reads[0], "after") if reads else _first_statement(function)
     imports = _dataclasses_imports(dialect.module)
     if imports.field is not None:
-        return BackwardSignal(local, last_field, imports.field)
+        return SignalPlaces(local, last_field, imports.field)
     if imports.module is not None:
-        return BackwardSignal(local, last_field, f"{imports.module}.field")
+        return SignalPlaces(local, last_field, f"{imports.module}.field")
     after = imports.statement or _last_import(dialect.module, dialect.params_class)
     if after is None:
         return "the module imports nothing before `AttentionParams` to place an import beside"
-    return BackwardSignal(local, last_field, import_after=after)
+    return SignalPlaces(local, last_field, import_after=after)
 
 
 def _first_statement(function: ast.FunctionDef) -> Anchor:

@@ -270,12 +270,8 @@ class Dialect:
     def can_signal_capture(self) -> bool:
         """Whether the codemod can give the params the capture field: a dataclass to hold it,
         and `te` bound to ask TE's own capture state with."""
-        return self.params_class is not None and any(
-            alias.name == "transformer_engine" and alias.asname == "te"
-            for node in self.module.body
-            if isinstance(node, ast.Import)
-            for alias in node.names
-        )
+        te = self.module_aliases.get("te")
+        return self.params_class is not None and te == "transformer_engine"
 
     @property
     def padded_head_dim(self) -> str:
@@ -468,14 +464,21 @@ class Dialect:
         return frozenset((fields - OPTIONAL_FIELDS) & self.param_fields)
 
     @cached_property
+    def module_aliases(self) -> dict[str, str]:
+        """What the module's top-level `import x [as y]` statements bind, to the module each
+        names (`te` to `transformer_engine`; `import torch.nn` binds `torch` to `torch`)."""
+        aliases = {}
+        for node in self.module.body:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    top = alias.name.partition(".")[0]
+                    aliases[alias.asname or top] = alias.name if alias.asname else top
+        return aliases
+
+    @property
     def module_imports(self) -> frozenset[str]:
         """Names the module's top-level `import x` statements bind (`torch`, `os`, ...)."""
-        return frozenset(
-            alias.asname or alias.name.partition(".")[0]
-            for node in self.module.body
-            if isinstance(node, ast.Import)
-            for alias in node.names
-        )
+        return frozenset(self.module_aliases)
 
     @cached_property
     def pure_imports(self) -> dict[str, str]:

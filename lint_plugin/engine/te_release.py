@@ -59,8 +59,9 @@ def unseen_inputs(hazard: Hazard, dialect, te_version: str | None = None) -> lis
             unseen.append(f"`{condition.input}`")
         elif condition.input == "fp8_recipe":
             predicate = PREDICATES[condition.value]
-            since = predicate.since
-            recorded = te_version and valid(te_version) and compare(te_version, since) >= 0
+            recorded = (
+                te_version and valid(te_version) and compare(te_version, predicate.since) >= 0
+            )
             if not (recorded or dialect.calls(predicate.method)):
                 unseen.append(
                     f"`{predicate.method}()` on its FP8 recipes (TE {predicate.since}+ defines it,"
