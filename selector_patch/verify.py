@@ -3,8 +3,10 @@
 Per hazard it answers three questions against TE's own code on the virtual device:
 
 - applicable: does the selector have the hazard's backend at all (one of the role's flag names
-  occurs in its source), and can its `AttentionParams` ask for the optional features the hazard
-  triggers on (`num_splits`, ...)?
+  occurs in its source), can its `AttentionParams` ask for the optional features the hazard
+  triggers on (`num_splits`, ...), and does the release's own code make the request at all
+  (`Hazard.never_made`: TE 2.8 - 2.14's `DotProductAttention` refuses an MXFP8 recipe's
+  `fp8_dpa` before its selector runs, which the selector alone would answer)?
 - reachable: does any witness (an input inside the hazard) select that backend? Every witness
   is listed with its answer, the first that reaches the backend named; the witnesses include the
   default environment (nothing disabled, the packages installed, cuDNN's answer TE's own C++'s
@@ -44,6 +46,8 @@ class HazardReport:
     #: How many witnesses selected FusedAttention only on an assumed fused answer (no C++ for
     #: the release, or TE 2.20+'s query leaving the request to cuDNN's own support check).
     assumed: int = 0
+    #: Why the release's own code never makes the request (no witness is run); "" otherwise.
+    never_made: str = ""
 
     @property
     def witness(self) -> Scenario | None:
@@ -61,6 +65,7 @@ class HazardReport:
             "reachable": self.reachable,
             "witness": self.witness.describe() if self.witness is not None else None,
             "reached_on_assumed_fused_answer": self.assumed,
+            "never_made": self.never_made or None,
             "witnesses": [
                 {"inputs": witness.describe(), "reached": reached}
                 for witness, reached in self.witnesses
@@ -82,6 +87,8 @@ class HazardReport:
             )
         else:
             verdict = "not reachable" if self.applicable else "not applicable"
+            if self.never_made:
+                verdict += f": {self.never_made}"
         failed = ", ".join(sorted({control["name"] for control in self.controls.failed}))
         return (
             f"{self.id} {verdict}; controls: {self.controls.passed} passed, "
@@ -134,6 +141,9 @@ def judge_control(selection: Selection, hazard: Hazard) -> str:
 
 
 def verify_hazard(selector: LoadedSelector, hazard: Hazard) -> HazardReport:
+    never = hazard.never_made(selector.te_version)
+    if never:
+        return HazardReport(hazard.id, False, [], ControlReport(), never_made=never)
     witnesses = list(hazard.witnesses())
     selections = [(witness, _try_select(selector, witness)) for witness in witnesses]
     answered = [

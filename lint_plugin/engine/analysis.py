@@ -67,7 +67,7 @@ from lint_plugin.engine.predicates import module_functions
 from lint_plugin.engine.program import Program, function_index
 from lint_plugin.engine.settled import Settled
 from lint_plugin.engine.slicing import Slice
-from lint_plugin.engine.te_release import filtered_in_cxx, never_made, unseen_inputs
+from lint_plugin.engine.te_release import filtered_in_cxx, unseen_inputs
 from selector_patch.records import TupleRecord
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
 from selector_patch.roles import FLASH_FALLBACK
@@ -887,7 +887,7 @@ def _decided_unrun(
     ]
     if absent:
         return False, f"no `{absent[0]}` input: the selector's AttentionParams cannot ask for it"
-    never = never_made(hazard, te_version)
+    never = hazard.never_made(te_version)
     if never:
         return False, never
     unseen = unseen_inputs(hazard, dialect, te_version)

@@ -1,5 +1,6 @@
 """What a TE release's own code outside the selector already decides, told from its version
-alone: the fixes its C++ filters, the requests it never makes, the recipe predicates it has.
+alone: the fixes its C++ filters, the recipe predicates it has (the requests it never makes are
+the registry's: `Hazard.never_made`).
 
 A hazard that TE fixed in its C++ fused-attention query (`nvte_get_fused_attn_backend`) leaves no
 trace in the selector: the selector just reads the query's answer. flake8 and the codemod never
@@ -28,17 +29,6 @@ def filtered_in_cxx(hazard: Hazard, te_version: str | None) -> str | None:
         f"TE {te_version}'s C++ fused-attention query filters it (from {first}; TE #{fix.pr}:"
         f" {fix.failure})"
     )
-
-
-def never_made(hazard: Hazard, te_version: str | None) -> str | None:
-    """Why the release `te_version` never makes a TE fix's request at all, or None if it may
-    (or the release is not known): its other code refuses it before the selector runs."""
-    fix = hazard.evidence
-    if not (isinstance(fix, TeFix) and te_version and valid(te_version)):
-        return None
-    if fix.makes(te_version):
-        return None
-    return f"TE {te_version}'s own code never makes this request (TE {fix.te_reachable} does)"
 
 
 def unseen_inputs(hazard: Hazard, dialect, te_version: str | None = None) -> list[str]:

@@ -22,7 +22,7 @@ from typing import Any, Iterator, Mapping
 from selector_patch.records import Record, TupleRecord
 from selector_patch.roles import ROLES, Role
 from selector_patch.scenario import Condition, Scenario
-from selector_patch.versions import compare, order
+from selector_patch.versions import compare, order, valid
 
 #: Scenario field holding the installed version of each flash-attn role's package.
 PACKAGE_FIELD = {"FA2": "flash_attn_2", "FA3": "flash_attn_3", "FA4": "flash_attn_4"}
@@ -159,7 +159,7 @@ class TeFix(Record):
     #: The TE releases whose own code can make a witness's request at all, as a PEP 440
     #: specifier ("" for every one): before TE 2.1 the C++ offers FP8 fused attention no head
     #: dim but 64 and 128; TE 2.4 - 2.7's `Float8CurrentScaling` refuses `fp8_dpa`. A release
-    #: outside makes no such request, so it needs no guard (`lint_plugin.engine.te_release`).
+    #: outside makes no such request, so it needs no guard (`Hazard.never_made`).
     te_reachable: str = ""
     #: Kernel-side questions of `Evidence` (see the class docstring).
     fixed_in = None
@@ -252,6 +252,18 @@ class Hazard(Record):
             and all(condition.holds(scenario) for condition in self.triggers)
             and not self.fixed_for(scenario)
         )
+
+    def never_made(self, te_version: str | None) -> str | None:
+        """Why TE `te_version`'s own code never makes this hazard's request at all (a TE fix's
+        `te_reachable`: its other code refuses the request before the selector runs), or None
+        if it may, or the release is not known. Such a release needs no guard: `verify` and
+        the analysis both judge the hazard not applicable there."""
+        fix = self.evidence
+        if not (isinstance(fix, TeFix) and te_version and valid(te_version)):
+            return None
+        if fix.makes(te_version):
+            return None
+        return f"TE {te_version}'s own code never makes this request (TE {fix.te_reachable} does)"
 
     def fixed_for(self, scenario: Scenario) -> bool:
         """Whether the scenario's kernel is at or past the release that fixed the defect."""

@@ -800,6 +800,43 @@ FUSED_FP8_TRAINING_SM90_HEAD_DIM = Hazard(
     te_releases="2.1 (cuDNN 9.7's FP8 head dims up to 256 on sm90) - 2.7",
 )
 
+FUSED_MXFP8_CUDNN_9_23 = Hazard(
+    id="TEA075",
+    backend="FUSED",
+    title="FusedAttention chosen for MXFP8 attention on cuDNN 9.23.0 or 9.23.1 (known SDPA bugs)",
+    architectures=SM10X_SM11X,
+    triggers=(
+        Condition("fp8_dpa", "==", True),
+        Condition("fp8_recipe", "==", "MXFP8BlockScaling"),
+        Condition("cudnn_version", "in", ((9, 23, 0), (9, 23, 1))),
+    ),
+    message="Disabling FusedAttention for MXFP8 with cuDNN 9.23.0/9.23.1",
+    section="fused_backend",
+    evidence=TeFix(
+        commit="75609aeb4",
+        pr=3173,
+        te_fixed_in="2.17.0",
+        layer="python",
+        failure="9.23.0/9.23.1: known bugs with MXFP8 SDPA",
+        te_last_lacking="2.16.1",
+        reference="Disable cuDNN 9.23.0/9.23.1 for MXFP8 attention",
+        #: MXFP8 attention, cuDNN's MXFP8 graph, came in 2.15 (#2719, 8e73f54fe). 2.8 - 2.14's
+        #: `DotProductAttention` asserts "DotProductAttention does not support
+        #: MXFP8BlockScaling recipe" for `fp8_dpa`; 2.1 - 2.7 check nothing, but their C++
+        #: knows no MXFP8 scaling (their FP8 graph is per-tensor), so the request, if made, is
+        #: not the one whose cuDNN 9.23 graph fails, and fails on every cuDNN.
+        te_reachable=">=2.15",
+    ),
+    kernel_version="",
+    witness_shapes=({"cudnn_version": (9, 23, 0)}, {"cudnn_version": (9, 23, 1)}),
+    controls=(
+        Control("cuDNN 9.21.0", {"cudnn_version": (9, 21, 0)}),
+        Control("cuDNN 9.24.0", {"cudnn_version": (9, 24, 0)}),
+        Control("delayed scaling", {"fp8_recipe": "DelayedScaling"}),
+    ),
+    te_releases="2.15 (MXFP8 attention) - 2.16",
+)
+
 FA4_SM100_HD512 = Hazard(
     id="TEA080",
     backend="FA4",
@@ -921,6 +958,7 @@ TE_FIXES: tuple[Hazard, ...] = (
     FUSED_DETERMINISTIC_THD_WORKSPACE_SM90,
     FA4_SM100_HD256_SLIDING_WINDOW,
     FUSED_FP8_TRAINING_SM90_HEAD_DIM,
+    FUSED_MXFP8_CUDNN_9_23,
     FA4_SM100_HD512,
     FUSED_CUDA_GRAPH_UNALIGNED_KV_IMA,
 )
