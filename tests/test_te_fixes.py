@@ -225,18 +225,24 @@ def test_an_fp8_recipe_class_no_release_defines_a_predicate_for_is_unguardable(r
     assert "unguardable here" in verdict.detail and "float8_current_scaling()" in verdict.detail
 
 
-@pytest.mark.parametrize("hazard_id, version", [("TEA074", "1.13.0"), ("TEA069", "2.5.0")])
+@pytest.mark.parametrize(
+    "hazard_id, version",
+    [("TEA074", "1.13.0"), ("TEA069", "2.5.0"), ("TEA075", "2.14.1"), ("TEA075", "2.2.0")],
+)
 def test_a_release_that_never_makes_the_request_needs_no_guard(
     hazard_id, version, release, load_te_selector
 ):
     """TE 1.13's C++ offers FP8 fused attention no head dim but 64 and 128; TE 2.5's
-    `Float8CurrentScaling` refuses `fp8_dpa`: TE's own code selects the backend for no witness,
-    and the analysis, told the release, says so rather than asking for a guard."""
+    `Float8CurrentScaling` refuses `fp8_dpa`; MXFP8 attention came in TE 2.15 (2.14's
+    `DotProductAttention` refuses the recipe, whose selector alone would pick FusedAttention):
+    `verify` and the analysis, told the release, say so rather than asking for a guard."""
     hazard = next(h for h in TE_FIXES if h.id == hazard_id)
     assert not hazard.evidence.makes(version) and hazard.evidence.makes(
         hazard.evidence.te_last_lacking
     )
-    assert not verify_hazard(load_te_selector(version).loaded, hazard).reachable
+    report = verify_hazard(load_te_selector(version).loaded, hazard)
+    assert not report.reachable and not report.applicable
+    assert "never makes this request" in report.summary()
     source = release(version)
     code = source.path.read_text(encoding="utf-8")
     plan = plan_insertions(code, [hazard], te_version=source.te_version)
@@ -288,6 +294,26 @@ def test_flake8_flags_a_fix_before_its_release_and_not_from_it(
         found[version] = lint.stdout
     assert code in found[lacking] and words in found[lacking]
     assert found[fixed] == ""
+
+
+#: The releases each side of TEA075's `te_reachable` (">=2.15").
+MXFP8_REFUSED, MXFP8_MADE = "2.14.1", "2.15.0"
+
+
+def test_mxfp8_attention_is_refused_before_2_15_by_te_own_dot_product_attention(release):
+    """TEA075's `te_reachable` rests on TE's module beside the selector: 2.14's
+    `init_fp8_metadata` asserts against `fp8_dpa` for every recipe but per-tensor scaling
+    (MXFP8BlockScaling's included); 2.15 (#2719) takes MXFP8 there, and its selector has the
+    MXFP8 filters (#3173's among them, from 2.17)."""
+    refused, made = (
+        (release(version).path.parent / "dot_product_attention.py").read_text(encoding="utf-8")
+        for version in (MXFP8_REFUSED, MXFP8_MADE)
+    )
+    refusal = "does not support {fp8_recipe_dpa.__class__.__name__} recipe"
+    assert "if not fp8_recipe_dpa.float8_per_tensor_scaling():" in refused and refusal in refused
+    assert refusal not in made and "fp8_recipe.mxfp8()" in made
+    hazard = get_hazard("TEA075")
+    assert not hazard.evidence.makes(MXFP8_REFUSED) and hazard.evidence.makes(MXFP8_MADE)
 
 
 def test_every_te_fix_has_a_rule_page_citing_its_upstream_fix():

@@ -165,3 +165,23 @@ def test_a_fused_witness_reached_on_an_assumed_answer_says_so(load_te_selector):
     reached = sum(reached for _, reached in assumed.witnesses)
     assert assumed.assumed == reached > 0 and "each on an assumed fused answer" in assumed.summary()
     assert assumed.to_json()["reached_on_assumed_fused_answer"] == reached
+
+
+@pytest.mark.skipif(NO_TE_CXX is not None, reason=NO_TE_CXX or "")
+def test_a_te_fix_whose_request_the_release_never_makes_is_not_applicable(release, capsys):
+    """TEA075 (#3173: MXFP8 attention on cuDNN 9.23.0/9.23.1): TE 2.16.1 makes the request and
+    its own selector and C++ pick FusedAttention; TE 2.14.1's selector alone would too, but its
+    `DotProductAttention` refuses the recipe first, so `verify` runs no witness there and says
+    why, as the analysis does."""
+    release("2.16.1")
+    release("2.14.1")
+    code, made = run_json(capsys, "2.16.1", "--te-fixes", "--hazard", "TEA075")
+    assert code == 1
+    (report,) = made["hazards"]
+    assert report["applicable"] and report["reachable"] and report["never_made"] is None
+    assert report["reached_on_assumed_fused_answer"] == 0
+    code, refused = run_json(capsys, "2.14.1", "--te-fixes", "--hazard", "TEA075")
+    assert code == 0
+    (report,) = refused["hazards"]
+    assert not report["applicable"] and not report["reachable"] and report["witnesses"] == []
+    assert report["never_made"] == "TE 2.14.1's own code never makes this request (TE >=2.15 does)"
