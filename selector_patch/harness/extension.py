@@ -209,6 +209,21 @@ def extension_module(
     else:
         enums = {name: enum_type(name, values) for name, values in query.enums.items()}
     backends = enums[BACKEND_ENUM]
+    #: The query's arguments as converted, by what TE passed (each value with its type: `128`
+    #: and `128.0` are equal keys, but only one is an integer to pybind11): a grid asks the
+    #: same few thousand argument lists again and again, and converting is a pure function.
+    converted: dict[tuple, list] = {}
+
+    def arguments_of(args: tuple, kwargs: dict) -> list:
+        try:
+            given = (*args, *kwargs.values())
+            key = (args, tuple(kwargs), tuple(map(type, given)))
+            found = converted.get(key)
+        except TypeError:  # an argument that is no key: converted each time
+            return _query_arguments(query, args, kwargs, enums)
+        if found is None:
+            found = converted[key] = _query_arguments(query, args, kwargs, enums)
+        return found
 
     def answer(*args, **kwargs) -> tuple[EnumMember, str | None]:
         """The backend and, where TE's own query gave one, its reject message."""
@@ -222,7 +237,7 @@ def extension_module(
         arguments = (
             config_fields(query.enums, args, kwargs)
             if configured
-            else _query_arguments(query, args, kwargs, enums)
+            else arguments_of(args, kwargs)
         )
         try:
             value, printed, *more = query(

@@ -96,6 +96,13 @@ def _capturing_logger_class(sink: LogSink) -> type[logging.Logger]:
         def _log(self, level, msg, args, exc_info=None, extra=None, stack_info=False, stacklevel=1):
             sink.entries.append((logging.getLevelName(level), msg, args))
 
+        def setLevel(self, level) -> None:
+            """As `Logger.setLevel`, but a level that is already set clears no caches: TE sets
+            the same level on every selection, and clearing would make each of its `debug`
+            calls work out the effective level afresh."""
+            if logging._checkLevel(level) != self.level:
+                super().setLevel(level)
+
     return CapturingLogger
 
 
