@@ -3,8 +3,10 @@
 A hazard names its backend by role ("FA4"), because the same backend is spelt differently across
 releases: FA2 is `use_flash_attention` in TE 1.9 - 2.1 (guarded by the module global
 `_flash_attn_is_installed` from 1.12, by nothing before), and `use_flash_attention_2` guarded by
-`FlashAttentionUtils.is_installed` from 2.2 on. The lint plugin resolves a role to the names a selector actually binds, and the
-codemod renders guards with those names. Candidates are listed newest dialect first.
+`FlashAttentionUtils.is_installed` from 2.2 on; FA3 is the module global `_use_flash_attn_3` in
+TE 1.11 - 2.1 (`GATED_FLAGS`), `use_flash_attention_3` from 2.2. The lint plugin resolves a role
+to the names a selector actually binds, and the codemod renders guards with those names.
+Candidates are listed newest dialect first.
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ class Role(TupleRecord):
     version_bounds: tuple[tuple[str, str], ...] = ()
 
 
+#: TE 1.11 - 2.1's FlashAttention 3: a module global, set at import where flash-attn 3 is
+#: installed and switched off (`global`) by the selector's filters; TE runs FA3 where the
+#: selector returns `use_flash_attention` and the global is still set (FA2 where it is not).
+FA3_GLOBAL = "_use_flash_attn_3"
+#: Flags that select their backend only under another flag: the global under the flash flag.
+GATED_FLAGS = {FA3_GLOBAL: "use_flash_attention"}
+
 ROLES: dict[str, Role] = {
     role.name: role
     for role in (
@@ -56,7 +65,7 @@ ROLES: dict[str, Role] = {
         Role(
             "FA3",
             "FlashAttention 3",
-            flags=("use_flash_attention_3",),
+            flags=("use_flash_attention_3", FA3_GLOBAL),
             installed=("FlashAttentionUtils.v3_is_installed", "_flash_attn_3_is_installed"),
             install_warned=("FlashAttentionUtils.v3_warning_printed",),
             flash_major=3,

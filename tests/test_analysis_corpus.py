@@ -175,8 +175,11 @@ def test_anchors(version, release) -> None:
         assert dialect.flag("FA4") in prepared.program.body_kills(architecture.statement)
         floor = "(9, 0)" if Version(version) >= UPSTREAM_SM8X_FILTER else "(8, 0)"
         assert ast.unparse(architecture.statement.test) == f"device_compute_capability < {floor}"
-    else:  # after the last architecture filter: FA3's from 2.2, TE 1.x's one for all
-        last = "!= (9, 0)" if Version(version) >= Version("2.2.0") else "< (8, 0)"
+    else:  # after the last architecture filter: FA3's (its sm90+ filter of its module global
+        # in 1.11 - 2.1, `roles.GATED_FLAGS`), TE 1.9 / 1.10's one for all
+        last = "!= (9, 0)" if Version(version) >= Version("2.2.0") else "< (9, 0)"
+        if Version(version) < Version("1.11.0"):
+            last = "< (8, 0)"
         assert ast.unparse(architecture.statement.test) == f"device_compute_capability {last}"
 
 

@@ -172,6 +172,26 @@ def test_after_the_codemod_the_last_release_lacking_the_fix_filters_it(
     assert black.format_str(patched, mode=black.Mode(line_length=100)) == patched
 
 
+#: #2432's FA3 filter (TE 2.15), which TE 1.11 - 2.1 need on their module global.
+FA3_DETERMINISTIC_HD256 = get_hazard("TEA067")
+
+
+@pytest.mark.parametrize("version", ["1.11.0", "1.12.0", "2.1.0"])
+def test_te_1_x_fa3_global_is_guarded_where_te_runs_fa3(version, codemod_of, load_te_selector):
+    """TE 1.11 - 2.1 hold FlashAttention 3 in the module global `_use_flash_attn_3` (TE runs
+    FA3 where the selector returns `use_flash_attention` and the global is still set): TE's own
+    code selects FA3 for a witness, the guard switches the global off as TE's own FA3 filters
+    there do, and no witness selects FA3 after it."""
+    hazard = FA3_DETERMINISTIC_HD256
+    assert verify_hazard(load_te_selector(version).loaded, hazard).reachable
+    patched, statuses, selector = codemod_of(version)
+    assert statuses[hazard.id] == INSERTED
+    assert "        _use_flash_attn_3 = False\n" in patched
+    report = verify_hazard(selector, hazard)
+    assert report.witnesses and not report.reachable, report.summary()
+    assert_controls_kept(selector, load_te_selector(version).loaded, hazard)
+
+
 #: The fixes on FP8 recipe state, and releases of each way of reading it: 1.9 (`fp8_meta`
 #: alone), 2.2 (recipes with `float8_current_scaling()` the selector never calls), 2.14 (the
 #: selector calls it; sm121 outside TE's sm120 filter).

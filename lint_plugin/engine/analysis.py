@@ -70,7 +70,7 @@ from lint_plugin.engine.slicing import Slice
 from lint_plugin.engine.te_release import filtered_in_cxx, unseen_inputs
 from selector_patch.records import TupleRecord
 from selector_patch.registry import HAZARDS, PACKAGE_FIELD, Hazard
-from selector_patch.roles import FLASH_FALLBACK
+from selector_patch.roles import FLASH_FALLBACK, GATED_FLAGS
 from selector_patch.scenario import INPUTS, OPTIONAL_FEATURES, Scenario, expressible, sm_name
 
 #: No facts beyond a witness's own.
@@ -359,6 +359,9 @@ def joint_facts(
     if given.kernels:  # the miner's runs alone: flake8's never load the kernels
         validator, validated = kernel_facts([w for _, w in items], dialect.module_text_names)
     names = {**dialect.torch_dtypes, **dialect.module_names, **validator}
+    flag = dialect.flag(backend)
+    if flag in GATED_FLAGS:  # a global TE's import sets where the package is installed
+        names[flag] = TRUE
     installed = dialect.installed(backend)
     if installed:
         admitted = any(admits_affected(hazard, dialect) for hazard, _ in items)
@@ -942,7 +945,7 @@ def _enabled(
     if shape is None:
         interpreter = Interpreter(prepared.program, facts, observer, relevant)
         returns = interpreter.run(stop=stop)
-        return [s.vars[flag] for s in returns if flag in s.vars and s.vars[flag].truth is not False]
+        return [value for state in returns if (value := _flag_at(state, flag, facts)) is not None]
     split = None if shape.split_at is None else (shape.split_at, partition(shape.flags.values()))
     pending: list[dict[str, bool | None]] = [{role: True}]
     while pending:
@@ -962,6 +965,19 @@ def _enabled(
             package = min(undecided)
             pending += [{**installed, package: known} for known in (True, False)]
     return []
+
+
+def _flag_at(state: State, flag: str, facts: Facts) -> Value | None:
+    """The flag's value at a return where it may select its backend, else None. A module
+    global the path never wrote holds what the facts say it held on entry (TE 1.11 - 2.1's
+    FA3, set at import where its package is installed), and selects only under its gate."""
+    value = state.vars.get(flag, facts.names.get(flag) if flag in GATED_FLAGS else None)
+    if value is None or value.truth is False:
+        return None
+    gate = GATED_FLAGS.get(flag)
+    if gate is not None and (gate not in state.vars or state.vars[gate].truth is False):
+        return None
+    return value
 
 
 def analyze_source(

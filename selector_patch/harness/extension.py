@@ -235,9 +235,7 @@ def extension_module(
         machine = device.machine
         configured = query.parameters is None
         arguments = (
-            config_fields(query.enums, args, kwargs)
-            if configured
-            else arguments_of(args, kwargs)
+            config_fields(query.enums, args, kwargs) if configured else arguments_of(args, kwargs)
         )
         try:
             value, printed, *more = query(

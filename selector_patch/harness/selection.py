@@ -27,7 +27,7 @@ from selector_patch.harness.returns import (
     UNFUSED,
     Layout,
 )
-from selector_patch.roles import dispatched_role
+from selector_patch.roles import FA3_GLOBAL, dispatched_role
 from selector_patch.scenario import Scenario
 
 #: TE's backends by the flag that selects them, and the role each runs (FlashAttention's is
@@ -38,8 +38,6 @@ BACKENDS = {
     UNFUSED: ("UnfusedDotProductAttention", "UNFUSED"),
 }
 NO_BACKEND = "NoBackend"
-#: TE 1.11 - 2.1: set by the selector when FlashAttention means FA3.
-FA3_GLOBAL = "_use_flash_attn_3"
 #: `NVTE_Fused_Attn_Backend` names by value: TE 2.19+ return the sub-backend as an `int`.
 BACKEND_NAMES = {value: name for name, value in BACKEND_VALUES.items()}
 MEMBER_PREFIX = "NVTE_"

@@ -514,13 +514,25 @@ FA3_DETERMINISTIC_HEAD_DIM_256 = Hazard(
     ),
     kernel_version="3.0.0b1",
     #: FA3 built from flash-attention 2.7.2.post1's `hopper/`: the interface TE 1.12 - 2.1
-    #: import (`_flash_attn_varlen_forward`), which later builds no longer export.
-    witness_shapes=({"head_dim_qk": 256, "head_dim_v": 256, "flash_attn_3_source": "2.7.2.post1"},),
+    #: import (`_flash_attn_varlen_forward`), which later builds no longer export. TE 1.12 -
+    #: 2.1 run FA3 only beside a flash-attn 2 they admit (at most 2.6.3): a witness has one.
+    witness_shapes=(
+        {"head_dim_qk": 256, "head_dim_v": 256, "flash_attn_3_source": "2.7.2.post1"},
+        {
+            "head_dim_qk": 256,
+            "head_dim_v": 256,
+            "flash_attn_3_source": "2.7.2.post1",
+            "flash_attn_2": "2.6.3",
+        },
+    ),
     controls=(
         Control("nondeterministic", {"deterministic": False}),
         Control("head dim 128", {"head_dim_qk": 128, "head_dim_v": 128}),
     ),  # no inference control: 2.15's fix filters inference too; 2.16 narrowed it to training
-    te_releases="2.2 - 2.14 (FA3 from 3.0.0b1 sources)",
+    te_releases=(
+        "1.11 - 2.14 (FA3 from flashattn-hopper / 3.0.0b1 sources; TE 1.11 - 2.1 hold it in the"
+        " module global `_use_flash_attn_3`)"
+    ),
 )
 
 FUSED_MLA_BACKWARD_SM90 = Hazard(
