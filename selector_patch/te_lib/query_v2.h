@@ -4,8 +4,11 @@
 // the size the library itself reports for it (`nvte_get_fused_attn_config_attribute`): an
 // integer's low bytes (a bool is one byte, an enum four), a real as `float` or `double`. It
 // returns the backend and TE's reject message. A request that TE's own rules admit goes on to
-// cuDNN's graph support check through a handle; the stub `cudnnCreate` notes that and throws,
-// and the call reports status 2: TE's rules did not decide it, cuDNN would have.
+// cuDNN's graph support check, graph by graph; the first cuDNN backend call notes that and throws
+// (`machine.cpp`). Where the machine assumes each graph's verdict alone, TE's code goes on: a
+// later graph's own checks (the backward's frontend `validate`) may still refuse the request,
+// TE's answer with its message; a request TE admits after an assumed verdict, or whose query
+// ended at one, reports status 2: TE's rules did not decide it, cuDNN would have.
 
 extern "C" bool te_attn_guards_cudnn_asked();
 
@@ -46,7 +49,7 @@ extern "C" int te_attn_guards_query(const te_attn_guards::Machine *machine, std:
     std::snprintf(error, error_size, "%s", failure.what());
   }
   if (config != nullptr) nvte_destroy_fused_attn_config(config);
-  if (te_attn_guards_cudnn_asked()) status = 2;
+  if (te_attn_guards_cudnn_asked() && (status == 1 || *backend != NVTE_No_Backend)) status = 2;
   std::snprintf(log, log_size, "%s", te_attn_guards::log.str().c_str());
   return status;
 }
