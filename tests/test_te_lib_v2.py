@@ -16,6 +16,7 @@ import pytest
 from fidelity_grid import requests
 from selector_patch import te_lib
 from selector_patch.te_lib import seam, verdicts
+from selector_patch.te_lib.replies import Replies
 from selector_patch.harness import Unrepresentable, load_selector
 from selector_patch.harness.config_fields import VERDICT_ASSUMED
 from selector_patch.registry import get_hazard
@@ -133,6 +134,19 @@ def test_a_forward_only_request_asks_one_graph_whose_verdict_stays_assumed(v2):
     selection = v2.select(DETERMINISTIC_SM100.with_changes({"training": False, "backward": False}))
     assert selection.role == "FUSED" and len(_verdicts(selection)) == 1, selection.log
     assert query.asked_cudnn == before + 1
+
+
+def test_a_graph_te_keeps_from_an_assumed_verdict_still_carries_the_assumption(v2):
+    """A graph whose verdict was assumed returns to TE as if supported, and TE keeps it in its
+    graph cache: the same request asked again (past the helper's reply cache) is admitted from
+    that cache without asking cuDNN, on the same assumed verdict, and says so."""
+    query = v2._query
+    for _ in range(2):
+        query._replies = Replies()
+        before = query.asked_cudnn
+        selection = v2.select(Scenario(compute_capability=(9, 0)))
+        assert selection.role == "FUSED" and _verdicts(selection), selection.log
+        assert query.asked_cudnn == before + 1
 
 
 def test_tea074s_witnesses_get_the_frontends_fp8_backward_refusal_on_2_20_2(v2):

@@ -7,8 +7,10 @@
 // cuDNN's graph support check, graph by graph; the first cuDNN backend call notes that and throws
 // (`machine.cpp`). Where the machine assumes each graph's verdict alone, TE's code goes on: a
 // later graph's own checks (the backward's frontend `validate`) may still refuse the request,
-// TE's answer with its message; a request TE admits after an assumed verdict, or whose query
-// ended at one, reports status 2: TE's rules did not decide it, cuDNN would have.
+// TE's answer with its message. TE admits a request only on cuDNN's verdict on its graphs, which
+// here is the assumed one: asked now, or kept in TE's graph cache from an earlier request that
+// asked. So a request TE admits, or whose query ended at the question, reports status 2: TE's
+// rules did not decide it, cuDNN would have.
 
 extern "C" bool te_attn_guards_cudnn_asked();
 
@@ -49,7 +51,7 @@ extern "C" int te_attn_guards_query(const te_attn_guards::Machine *machine, std:
     std::snprintf(error, error_size, "%s", failure.what());
   }
   if (config != nullptr) nvte_destroy_fused_attn_config(config);
-  if (te_attn_guards_cudnn_asked() && (status == 1 || *backend != NVTE_No_Backend)) status = 2;
+  if (status == 1 ? te_attn_guards_cudnn_asked() : *backend != NVTE_No_Backend) status = 2;
   std::snprintf(log, log_size, "%s", te_attn_guards::log.str().c_str());
   return status;
 }

@@ -13,11 +13,13 @@ each graph's verdict alone (`machine.cpp`): TE's code goes on after it.
 The function is local to the library (its `.symtab`, which PyPI's wheels keep): `readelf` gives
 its offset, and that of an exported function the helper can look up, to place it in memory. It
 is found by its exact mangled name, the signature the machine's stand-in takes; a library
-without it (another signature, a stripped build) keeps the verdict assumed for the whole query.
+without it (another signature, a stripped build), or a machine other than x86-64 (the stand-in
+jumps there in x86-64 code), keeps the verdict assumed for the whole query.
 """
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
 from selector_patch.te_lib.stubs import readelf
@@ -34,6 +36,8 @@ ANCHOR = "nvte_get_fused_attn_backend_v2"
 def locate(library: Path) -> dict | None:
     """`{"anchor": name, "anchor_offset": ..., "offset": ...}` for `query_support` in `library`
     (offsets as the library's symbol table gives them), or None where it has none."""
+    if platform.machine() != "x86_64":
+        return None
     offsets: dict[str, int] = {}
     for line in readelf(library, "--syms").splitlines():
         fields = line.split()
