@@ -42,6 +42,8 @@ thread_local std::size_t cudnn_version = 0;
 thread_local EnvironmentLookup lookup = nullptr;
 thread_local bool cudnn_asked = false;
 thread_local std::string environment_value;
+//! Whether any graph's verdict was ever assumed in this process (never, over a real cuDNN).
+bool cudnn_ever_asked = false;
 
 //! What the first cuDNN backend call throws: cuDNN's verdict on the graph was asked for.
 struct CudnnAsked : std::runtime_error {
@@ -118,7 +120,7 @@ std::size_t te_attn_guards_cudnn_version() { return cudnn_version; }
 
 //! cuDNN's own support check was reached (its first graph API call): only a GPU answers.
 [[noreturn]] void te_attn_guards_ask_cudnn() {
-  cudnn_asked = true;
+  cudnn_asked = cudnn_ever_asked = true;
   throw CudnnAsked();
 }
 
@@ -136,6 +138,9 @@ void te_attn_guards_assume_per_graph(void *function) {
 }
 
 bool te_attn_guards_cudnn_asked() { return cudnn_asked; }
+
+//! Whether TE may hold a graph whose verdict was assumed (its graph cache keeps them).
+bool te_attn_guards_cudnn_ever_asked() { return cudnn_ever_asked; }
 
 //! What every stub entry the query has no business calling does: it throws, and the
 //! trampoline reports it as the call's failure.
