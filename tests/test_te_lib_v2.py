@@ -1,5 +1,9 @@
 """TE 2.20.2's compiled v2 query: TE's rules answer, cuDNN's own check alone is assumed.
 
+TE asks cuDNN graph by graph (`query_support`: cuDNN frontend's own checks, then what only a GPU
+answers), the forward's, then for training the backward's; the verdict is assumed per graph
+(`te_lib.seam`), so the backward graph's frontend checks answer too.
+
 The suite fetches no library of 2.20.2 (conftest's `LIBRARY_RELEASES`: two wheels at most), so
 this module runs where one is already in the cache (`python -m selector_patch verify 2.20.2`
 with no trees fetches it, about 280 MB) and is skipped, saying so, elsewhere. It never fetches.
@@ -11,9 +15,11 @@ import pytest
 
 from fidelity_grid import requests
 from selector_patch import te_lib
-from selector_patch.te_lib import verdicts
+from selector_patch.te_lib import seam, verdicts
+from selector_patch.te_lib.replies import Replies
 from selector_patch.harness import Unrepresentable, load_selector
 from selector_patch.harness.config_fields import VERDICT_ASSUMED
+from selector_patch.registry import get_hazard
 from selector_patch.scenario import Scenario
 from selector_patch.sources import cache_dir
 from selector_patch.te_cxx import TE_CXX_VARIABLE
@@ -97,3 +103,68 @@ def test_a_recorded_verdict_answers_instead_of_the_assumption(v2, release, monke
     recorded = load_selector(release(VERSION)).select(scenario)
     assert recorded.role != "FUSED" and not _verdicts(recorded)
     assert f"Disabling FusedAttention: {refused}" in recorded.log, recorded.log
+
+
+#: TEA057's request: deterministic training on sm100 with cuDNN 9.14.0.
+DETERMINISTIC_SM100 = Scenario(compute_capability=(10, 0), cudnn_version=(9, 14, 0),
+                               deterministic=True)  # fmt: skip
+
+
+def test_the_backward_graphs_frontend_check_answers_after_the_forward_graphs_assumed_verdict(v2):
+    """cuDNN frontend refuses this backward graph in its own `validate`, a CPU-side check that
+    TE reaches only once the forward graph's verdict is in: TE's answer, with the frontend's
+    words, and nothing assumed. With the verdict assumed for the whole query at the forward
+    graph's first backend call, it would be an assumed FusedAttention."""
+    query = v2._query
+    before = query.asked_cudnn
+    selection = v2.select(DETERMINISTIC_SM100)
+    assert selection.role != "FUSED" and not _verdicts(selection), selection.log
+    assert v2.assumption_of(selection) is None and query.asked_cudnn == before
+    assert (
+        "Disabling FusedAttention: Deterministic algorithm is not supported on blackwell"
+        " architecture with cudnn version below 9.18.0" in selection.log
+    ), selection.log
+
+
+def test_a_forward_only_request_asks_one_graph_whose_verdict_stays_assumed(v2):
+    """The same request with no backward asks cuDNN about the forward graph alone, which the
+    frontend admits: its verdict is cuDNN's, assumed, and counted."""
+    query = v2._query
+    before = query.asked_cudnn
+    selection = v2.select(DETERMINISTIC_SM100.with_changes({"training": False, "backward": False}))
+    assert selection.role == "FUSED" and len(_verdicts(selection)) == 1, selection.log
+    assert query.asked_cudnn == before + 1
+
+
+def test_a_graph_te_keeps_from_an_assumed_verdict_still_carries_the_assumption(v2):
+    """A graph whose verdict was assumed returns to TE as if supported, and TE keeps it in its
+    graph cache: the same request asked again (past the helper's reply cache) is admitted from
+    that cache without asking cuDNN, on the same assumed verdict, and says so."""
+    query = v2._query
+    for _ in range(2):
+        query._replies = Replies()
+        before = query.asked_cudnn
+        selection = v2.select(Scenario(compute_capability=(9, 0)))
+        assert selection.role == "FUSED" and _verdicts(selection), selection.log
+        assert query.asked_cudnn == before + 1
+
+
+def test_tea074s_witnesses_get_the_frontends_fp8_backward_refusal_on_2_20_2(v2):
+    """TE #2148's sm90 FP8 backward head-dim limit lives in cuDNN frontend's backward check in
+    2.20.2: every TEA074 witness is answered there, none on an assumed verdict."""
+    for witness in get_hazard("TEA074").witnesses():
+        selection = v2.select(witness)
+        assert selection.role != "FUSED" and not _verdicts(selection), (witness, selection.log)
+        assert any("hidden_dim shoud be equal to 128" in line for line in selection.log)
+
+
+def test_query_support_is_found_in_2_20_2s_library_by_its_signature(v2):
+    """Where the per-graph verdict sits: TE's `query_support`, local to the library, placed by
+    an exported function; a library that lacks it (2.19.0 has no graph queries) has no seam."""
+    library = cache_dir() / "libraries" / VERSION / "libtransformer_engine.so"
+    found = seam.locate(library)
+    assert found is not None and found["anchor"] == "nvte_get_fused_attn_backend_v2", found
+    assert found["offset"] != found["anchor_offset"]
+    older = cache_dir() / "libraries" / "2.19.0" / "libtransformer_engine.so"
+    if older.is_file():
+        assert seam.locate(older) is None

@@ -7,8 +7,9 @@
 from the virtual machine (`machine.cpp`); the kernel registrations the library's load-time
 initialisers make are accepted and ignored; error strings say where they come from. TE 2.20+
 create a cuDNN handle (accepted) and ask cuDNN's own graph support check through the graph API
-its frontend looks up in `libcudnn_graph`: the first such call notes that the request got that
-far and throws, since only a GPU's cuDNN can answer. Every
+its frontend looks up in `libcudnn_graph`, after the frontend's own checks: the first such call
+notes that the request got that far and throws, since only a GPU's cuDNN can answer (the
+machine ends that one graph's question there, `seam`). Every
 other entry a stub defines throws (`te_attn_guards_unanswered`), so a query that reaches for
 anything else fails loudly instead of deciding on a made-up answer.
 

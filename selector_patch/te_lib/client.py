@@ -26,7 +26,7 @@ import selector_patch
 from selector_patch.te_cxx.compiler import library, shared_library
 from selector_patch.te_cxx.errors import CxxError
 from selector_patch.te_cxx.query import QueryFailure
-from selector_patch.te_lib import stubs, verdicts
+from selector_patch.te_lib import seam, stubs, verdicts
 from selector_patch.te_lib.replies import Replies
 from selector_patch.te_lib.unit import build, build_v2
 
@@ -71,6 +71,7 @@ class LibraryQuery:
             "stubs": [str(stub) for stub in stubs.build(path)] if stubbed else [],
             "library": str(path),
             "trampoline": str(library(unit)),
+            "seam": seam.locate(path) if configured and stubbed else None,
             "parameters": (
                 None if configured else [list(parameter) for parameter in unit.parameters]
             ),

@@ -5,7 +5,8 @@ may touch the user's process (which may have a real CUDA loaded), so the library
 process per release per session, started by `client.LibraryQuery` with the virtual machine
 (`machine.cpp`) preloaded. The stubs are loaded globally first (the driver entry point is looked
 up with `dlsym(RTLD_DEFAULT)`, and the library's needed sonames are then already loaded), then
-the library, then the trampoline, which the source path's `FusedQuery` binds.
+the library, then the trampoline, which the source path's `FusedQuery` binds. Where the spec
+places TE 2.20+'s `query_support` (`seam`), the machine assumes cuDNN's verdict graph by graph.
 
 The protocol is one JSON object per line. The process first says `{"enums": ...}` (or
 `{"failure": ...}` and exits). Each request `{"machine": [sm_arch, cudnn], "arguments": [...]}`
@@ -28,6 +29,13 @@ from selector_patch.te_cxx.translation_unit import Parameter
 from selector_patch.te_lib.config_query import ConfigQuery
 
 
+def _assume_per_graph(library: ctypes.CDLL, seam: dict) -> None:
+    """The machine's stand-in over TE's `query_support`, placed by the loaded anchor."""
+    anchor = ctypes.cast(getattr(library, seam["anchor"]), ctypes.c_void_p).value
+    address = anchor - seam["anchor_offset"] + seam["offset"]
+    ctypes.CDLL(None).te_attn_guards_assume_per_graph(ctypes.c_void_p(address))
+
+
 def main(spec: dict) -> int:
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
@@ -38,7 +46,9 @@ def main(spec: dict) -> int:
     try:
         for stub in spec["stubs"]:
             ctypes.CDLL(stub, mode=ctypes.RTLD_GLOBAL)
-        ctypes.CDLL(spec["library"], mode=ctypes.RTLD_GLOBAL)
+        library = ctypes.CDLL(spec["library"], mode=ctypes.RTLD_GLOBAL)
+        if spec.get("seam"):
+            _assume_per_graph(library, spec["seam"])
         if spec["parameters"] is None:
             query = ConfigQuery(spec["trampoline"])
         else:

@@ -4,10 +4,16 @@
 // the size the library itself reports for it (`nvte_get_fused_attn_config_attribute`): an
 // integer's low bytes (a bool is one byte, an enum four), a real as `float` or `double`. It
 // returns the backend and TE's reject message. A request that TE's own rules admit goes on to
-// cuDNN's graph support check through a handle; the stub `cudnnCreate` notes that and throws,
-// and the call reports status 2: TE's rules did not decide it, cuDNN would have.
+// cuDNN's graph support check, graph by graph; the first cuDNN backend call notes that and throws
+// (`machine.cpp`). Where the machine assumes each graph's verdict alone, TE's code goes on: a
+// later graph's own checks (the backward's frontend `validate`) may still refuse the request,
+// TE's answer with its message. TE admits a request only on cuDNN's verdict on its graphs, which
+// on the stubs is the assumed one: asked now, or kept in TE's graph cache from an earlier request
+// that asked. So there a request TE admits, or whose query ended at the question, reports
+// status 2: TE's rules did not decide it, cuDNN would have. Over a real cuDNN nothing is assumed.
 
 extern "C" bool te_attn_guards_cudnn_asked();
+extern "C" bool te_attn_guards_cudnn_ever_asked();
 
 extern "C" int te_attn_guards_query(const te_attn_guards::Machine *machine, std::size_t count,
                                     const int *attributes, const int *reals,
@@ -46,7 +52,10 @@ extern "C" int te_attn_guards_query(const te_attn_guards::Machine *machine, std:
     std::snprintf(error, error_size, "%s", failure.what());
   }
   if (config != nullptr) nvte_destroy_fused_attn_config(config);
-  if (te_attn_guards_cudnn_asked()) status = 2;
+  const bool admitted = status == 0 && *backend != NVTE_No_Backend;
+  if (status == 1 ? te_attn_guards_cudnn_asked() : admitted && te_attn_guards_cudnn_ever_asked()) {
+    status = 2;
+  }
   std::snprintf(log, log_size, "%s", te_attn_guards::log.str().c_str());
   return status;
 }

@@ -34,7 +34,7 @@ _VERSION_NAME = re.compile(r"Name: (\S+)")
 _UNDEFINED = re.compile(r"^\s*\d+: 0+\s+\d+\s+(?:FUNC|NOTYPE|OBJECT)\s+GLOBAL\s+\w+\s+UND\s+(\S+)")
 
 
-def _readelf(library: Path, *options: str) -> str:
+def readelf(library: Path, *options: str) -> str:
     try:
         result = subprocess.run(
             ["readelf", "-W", *options, str(library)], capture_output=True, text=True, check=False
@@ -49,10 +49,10 @@ def _readelf(library: Path, *options: str) -> str:
 def needs(library: Path) -> dict[str, tuple[str | None, tuple[str, ...]]]:
     """Each stubbed soname the library needs, with its symbol version (None: unversioned) and
     the symbols it must define; `UNVERSIONED` holds the symbols that name no library."""
-    needed = [n for n in _NEEDED.findall(_readelf(library, "-d")) if not SYSTEM.match(n)]
+    needed = [n for n in _NEEDED.findall(readelf(library, "-d")) if not SYSTEM.match(n)]
     version_of: dict[str, str] = {}
     file = None
-    for line in _readelf(library, "-V").splitlines():
+    for line in readelf(library, "-V").splitlines():
         found = _VERSION_FILE.search(line)
         if found:
             file = found.group(1)
@@ -61,7 +61,7 @@ def needs(library: Path) -> dict[str, tuple[str | None, tuple[str, ...]]]:
         if found and file in needed:
             version_of[found.group(1)] = file
     symbols: dict[str, set[str]] = defaultdict(set, {UNVERSIONED: set(DRIVER)})
-    for line in _readelf(library, "--dyn-syms").splitlines():
+    for line in readelf(library, "--dyn-syms").splitlines():
         found = _UNDEFINED.match(line)
         if not found:
             continue
