@@ -66,10 +66,18 @@ ROLES: dict[str, Role] = {
             "FA3",
             "FlashAttention 3",
             flags=("use_flash_attention_3", FA3_GLOBAL),
-            installed=("FlashAttentionUtils.v3_is_installed", "_flash_attn_3_is_installed"),
+            installed=(
+                "FlashAttentionUtils.v3_is_installed",
+                "_flash_attn_3_is_installed",
+                "_flash_attn_3_plus",  # TE 1.11: installed at 2.6.1 or later
+            ),
             install_warned=("FlashAttentionUtils.v3_warning_printed",),
             flash_major=3,
-            versions=("FlashAttentionUtils.fa3_version", "_flash_attn_3_version"),
+            versions=(
+                "FlashAttentionUtils.fa3_version",
+                "_flash_attn_3_version",
+                "_flash_attn_v3_version",
+            ),
             switches=("NVTE_FLASH_ATTN_V3", "NVTE_FLASH_ATTN"),
         ),
         Role(

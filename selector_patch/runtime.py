@@ -18,7 +18,10 @@ function whose globals see the package as not installed (`FlashAttentionUtils` s
 back exactly as it does with FA4 filtered out, and the live class, which TE's `FlashAttention`
 reads, is left as it is. The view also says TE already recommended installing the package
 (`v4_warning_printed`), so the re-run does not advise installing what is installed; its debug
-"Running with config" line still reports the package as not installed.
+"Running with config" line still reports the package as not installed. TE 1.11 - 2.1 hold FA3 in
+the module global `_use_flash_attn_3`, which `DotProductAttention` resets before each selection
+and reads after it: the re-run starts with it off, as TE's own FA3 filters leave it, so TE runs
+FA2 instead (`global_flag`).
 
 Whether a backward will run is autograd's state when the params are built, as in the codemod:
 `install()` puts in the module's `AttentionParams` a subclass with the `requires_backward` field
@@ -47,7 +50,7 @@ from selector_patch import scoped_env
 from selector_patch.bytecode import names_constant
 from selector_patch.config import load_config, with_te_fixes
 from selector_patch.registry import PACKAGE_FIELD, Hazard
-from selector_patch.roles import ROLES
+from selector_patch.roles import GATED_FLAGS, ROLES
 from selector_patch.scenario import HELD_AS_IS, Scenario
 
 SELECTOR = "get_attention_backend"
@@ -213,6 +216,18 @@ def uninstalled_view(module: types.ModuleType, selector: Callable[..., Any], rol
     return None
 
 
+def global_flag(module: types.ModuleType, selector: Callable[..., Any], role: str) -> str | None:
+    """The module global that is `role`'s flag, where the selector writes it (TE 1.11 - 2.1's
+    FA3, `_use_flash_attn_3`, which `DotProductAttention` resets before each selection and
+    reads after it); None elsewhere. Set False before the re-run, it is what TE's own FA3
+    filters do there: TE runs FA2 instead, where `NVTE_FLASH_ATTN=0` would take FA2 out too."""
+    code = getattr(selector, "__code__", None)
+    for flag in ROLES[role].flags:
+        if flag in GATED_FLAGS and flag in module.__dict__ and code and flag in code.co_names:
+            return flag
+    return None
+
+
 def _set_on_base(cls, name: str, value: Any) -> None:
     setattr(cls.__mro__[1], name, value)
 
@@ -247,8 +262,13 @@ def _wrap(module: types.ModuleType, patch: _Patch) -> Callable[..., Any]:
             return original(attention_params, *args, **kwargs)
         _log_once(module, patch, triggered, scenario)
         roles = {hazard.backend for hazard in triggered}
-        views = {role: uninstalled_view(module, original, role) for role in roles}
-        switches = {switch(original, role): "0" for role in roles if views[role] is None}
+        flags = {role: global_flag(module, original, role) for role in roles}
+        for flag in filter(None, flags.values()):
+            module.__dict__[flag] = False
+        views = {
+            role: uninstalled_view(module, original, role) for role in roles if not flags[role]
+        }
+        switches = {switch(original, role): "0" for role, view in views.items() if view is None}
         rerun = original
         if any(views.values()):
             rerun = _without(module, original, [view for view in views.values() if view])

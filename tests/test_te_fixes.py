@@ -177,19 +177,29 @@ FA3_DETERMINISTIC_HD256 = get_hazard("TEA067")
 
 
 @pytest.mark.parametrize("version", ["1.11.0", "1.12.0", "2.1.0"])
-def test_te_1_x_fa3_global_is_guarded_where_te_runs_fa3(version, codemod_of, load_te_selector):
+def test_te_1_x_fa3_global_is_guarded_where_te_runs_fa3(
+    version, codemod_of, release, load_te_selector
+):
     """TE 1.11 - 2.1 hold FlashAttention 3 in the module global `_use_flash_attn_3` (TE runs
     FA3 where the selector returns `use_flash_attention` and the global is still set): TE's own
     code selects FA3 for a witness, the guard switches the global off as TE's own FA3 filters
-    there do, and no witness selects FA3 after it."""
+    there do, and no witness selects FA3 after it, nor with the runtime patch (FA2 instead)."""
     hazard = FA3_DETERMINISTIC_HD256
     assert verify_hazard(load_te_selector(version).loaded, hazard).reachable
-    patched, statuses, selector = codemod_of(version)
+    text, statuses, selector = codemod_of(version)
     assert statuses[hazard.id] == INSERTED
-    assert "        _use_flash_attn_3 = False\n" in patched
+    assert "        _use_flash_attn_3 = False\n" in text
     report = verify_hazard(selector, hazard)
     assert report.witnesses and not report.reachable, report.summary()
     assert_controls_kept(selector, load_te_selector(version).loaded, hazard)
+    unpatched, runtime = load_te_selector(version).loaded, load_selector(release(version))
+    reached = [w for w in hazard.witnesses() if unpatched.select(w).role == "FA3"]
+    for witness in reached:  # TE 1.x import per machine: the patch goes on the witness's module
+        with runtime.pinned(witness) as module:
+            selector_patch.install(module)
+        assert runtime.select(witness).role == "FA2"  # the global off: TE runs FA2 instead
+        selector_patch.uninstall(module)
+    assert reached
 
 
 #: The fixes on FP8 recipe state, and releases of each way of reading it: 1.9 (`fp8_meta`
