@@ -25,6 +25,8 @@ def filtered_in_cxx(hazard: Hazard, te_version: str | None) -> str | None:
     first = fix.filtered_in_cxx_from if isinstance(fix, TeFix) else ""
     if not (first and te_version and valid(te_version) and compare(te_version, first) >= 0):
         return None
+    if fix.cxx_until and compare(te_version, fix.cxx_until) > 0:
+        return None  # TE 2.20's query no longer filters it: a guard in the selector does
     return (
         f"TE {te_version}'s C++ fused-attention query filters it (from {first}; TE #{fix.pr}:"
         f" {fix.failure})"

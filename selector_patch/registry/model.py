@@ -154,6 +154,10 @@ class TeFix(Record):
     #: selector's filter tests the query's answer (its sub-backend). The static analysis cannot
     #: see either (`lint_plugin.engine.te_release`).
     cxx_from: str = ""
+    #: The last release whose C++ query still filters the case ("" while every later one
+    #: does): TE 2.20 rewrote the query (`nvte_get_fused_attn_backend_v2`), whose own rules
+    #: leave some cases to cuDNN's support check, which TE's earlier filter did not rely on.
+    cxx_until: str = ""
     #: The package the defect sits in, as reports name it ("cuDNN").
     package: str = "cuDNN"
     #: The TE releases whose own code can make a witness's request at all, as a PEP 440

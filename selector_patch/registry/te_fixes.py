@@ -68,6 +68,13 @@ KNOWN_IMA_AND_NANS_FIX = TeFix(
     te_last_lacking="2.9.0",
     reference="Disable cuDNN attention for known IMA and NaNs",
 )
+#: The last release of TE's first fused query (`nvte_get_fused_attn_backend`). TE 2.20's v2 query
+#: runs its own rules, then cuDNN frontend's checks, then cuDNN's support check: on TE 2.20.2's
+#: compiled library, TEA050/057/060/061/068's witnesses pass the first two (the frontend's own
+#: 9.14.0 window check needs a window without a right bound, which TE 2.20 never passes; its
+#: Blackwell determinism check names sm100/sm103, not sm110), so TE's own code no longer filters
+#: them; the codemod guards them in the selector there.
+V1_QUERY_LAST = "2.19.0"
 #: An FP8 attention call: the recipe's `fp8_dpa` under a `DelayedScaling` autocast.
 FP8_DPA = {"fp8_recipe": "DelayedScaling", "fp8_dpa": True}
 
@@ -114,6 +121,7 @@ FUSED_CUDNN_9_14_SLIDING_WINDOW_NAN = Hazard(
             "Warning: Given combination of attention mask (non-causal) and max_seqlen_kv (> 1024)"
             " does not support fused attention for cuDNN 9.14.0."
         ),
+        cxx_until=V1_QUERY_LAST,
     ),
     kernel_version="",
     witness_shapes=(
@@ -285,6 +293,7 @@ FUSED_DETERMINISTIC_BLACKWELL = Hazard(
             " moved it into the C++ query, which admits cuDNN >= 9.18.1 without dropout or bias"
         ),
         cxx_from="2.12.0",
+        cxx_until=V1_QUERY_LAST,
     ),
     kernel_version="",
     witness_shapes=({"cudnn_version": (9, 14, 0)},),
@@ -366,7 +375,7 @@ FUSED_SM120_DETERMINISTIC = FUSED_DETERMINISTIC_SM121.replace(
         "Disabling FusedAttention for determinism reasons on sm120: deterministic fused"
         " attention on SM 12.x is not supported."
     ),
-    evidence=SM120_DETERMINISM_FIX,
+    evidence=SM120_DETERMINISM_FIX.replace(cxx_until=V1_QUERY_LAST),
     te_releases="every release before 2.14 that runs fused attention on sm120",
 )
 
@@ -386,6 +395,7 @@ FUSED_SM120_OLD_CUDNN = FUSED_SM121_OLD_CUDNN.replace(
         ),
         te_last_lacking="2.13.0",
         reference="[PyT] [Common] Enable sm120 support for fused attn if cuDNN is 9.18.1+",
+        cxx_until=V1_QUERY_LAST,
     ),
     te_releases="every release before 2.14 that runs fused attention on sm120",
 )
@@ -570,6 +580,7 @@ FUSED_MLA_BACKWARD_SM90 = Hazard(
             "#1960 (657c965bb) filtered cuDNN 9.11 - 9.13 only; #2185 widened it to every cuDNN"
             " from 9.11"
         ),
+        cxx_until=V1_QUERY_LAST,
     ),
     kernel_version="",
     witness_shapes=({"head_dim_qk": 256, "head_dim_v": 128, "cudnn_version": (9, 18, 1)},),
