@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -37,6 +36,7 @@ from selector_patch.config import (
     select_hazards,
     with_te_fixes,
 )
+from selector_patch.records import Record
 from selector_patch.registry import Hazard
 from selector_patch.sources import SelectorSource, SourceError, read_text, resolve
 
@@ -47,9 +47,10 @@ if TYPE_CHECKING:
 MISSING = "missing"
 
 
-@dataclass
-class Outcome:
-    """What happened (or, under `--check`, would happen) to one selector file."""
+class Outcome(Record):
+    """What happened (or, under `--check`, would happen) to one selector file.
+
+    A `Record`, not a dataclass (see `Plan`)."""
 
     source: SelectorSource
     plan: Plan
@@ -192,8 +193,8 @@ def run_one(
         if selection and outcome.changed:
             from codemods.selection import outside, selection_report
 
-            outcome.selection = selection_report(
-                source, original, patched, config.hazards, quiet=quiet
+            outcome = outcome.replace(
+                selection=selection_report(source, original, patched, config.hazards, quiet=quiet)
             )
             refusal = outside(outcome.selection)
             if refusal is not None:
