@@ -171,14 +171,14 @@ def _child_fields(kind: type) -> tuple[str, ...]:
     return fields
 
 
-def descendants(node: ast.AST) -> Iterator[ast.AST]:
+def descendants(node: ast.AST) -> list[ast.AST]:
     """`node` and every node under it but the context and operator singletons, in no
-    particular order: what `ast.walk` yields, at a third of its cost."""
-    todo = [node]
-    pop, push, fields_of = todo.pop, todo.append, _CHILD_FIELDS.get
-    while todo:
-        current = pop()
-        yield current
+    particular order: what `ast.walk` yields, at a third of its cost. A list, grown while it is
+    read (each node's children appended behind it): no generator to resume at every node,
+    which cost `module_scan`'s walk of TE 2.20.2's whole module 8% more."""
+    found = [node]
+    push, fields_of = found.append, _CHILD_FIELDS.get
+    for current in found:
         kind = type(current)
         children = fields_of(kind)
         if children is None:  # (an empty tuple where nothing is under it: most nodes)
@@ -191,6 +191,7 @@ def descendants(node: ast.AST) -> Iterator[ast.AST]:
                         push(item)
             elif isinstance(value, ast.AST):
                 push(value)
+    return found
 
 
 class _Walker:
