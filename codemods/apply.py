@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -217,10 +218,32 @@ class SelectionOutside(Exception):
         self.outcome = outcome
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's own layout, at a width read without `shutil`: argparse makes a formatter for
+    every `add_argument`, and its default one imports `shutil` (with zlib, bz2 and lzma) to
+    ask the terminal's width, 7 M instructions of a `--check` that prints no help."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_columns() - 2)  # argparse keeps two columns free
+
+
+def _columns() -> int:
+    """The terminal's width as `shutil.get_terminal_size` reads it: `COLUMNS`, else standard
+    output's terminal, else 80."""
+    with contextlib.suppress(KeyError, ValueError):
+        if int(os.environ["COLUMNS"]) > 0:
+            return int(os.environ["COLUMNS"])
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m codemods.apply",
         description="Insert te-attn-guards' hazard guards into TE attention selectors.",
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument(
         "sources",
