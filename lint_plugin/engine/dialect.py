@@ -150,7 +150,7 @@ class Dialect:
     @cached_property
     def _scan(self) -> ModuleScan:
         """The one walk of the whole module that `module_text_names` and `module_names` read."""
-        return scan(self.module)
+        return scan(self.module, self.function)
 
     @property
     def module_text_names(self) -> frozenset[str]:
