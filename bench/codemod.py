@@ -1,6 +1,6 @@
 """What `codemods.apply` costs, against libcst parsing and regenerating the same file, in one run.
 
-    python bench/codemod.py [SOURCE] [--repeat N] [--no-sweep] [--te-fixes]
+    python bench/codemod.py [SOURCE] [--repeat N] [--no-sweep] [--te-fixes] [--instructions]
 
 Baseline: `libcst.parse_module(text).code` on the selector (what any libcst codemod pays at
 least). Measured: the command's whole work on that file short of the disk write, i.e. planning
@@ -11,7 +11,9 @@ corpus release through the same path, total wall time. Medians of `--repeat` run
 --te-fixes`), in the same run as the baseline, and then as whole processes, as a user runs
 them, with and without `--te-fixes` (`processes.codemod_processes`): `--check` on an
 already-guarded copy against an `ast.parse` process (target: at most 2x), `codemods.apply FILE`
-against a libcst parse + codegen process (target: at most 1x), at least 7 interleaved rounds.
+against a libcst parse + codegen process (target: at most 1x), at least 7 interleaved rounds;
+with `--instructions` each of those processes is also counted under valgrind's callgrind
+(`processes.counted`), which this shared machine's load does not move.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-sweep", action="store_true")
     parser.add_argument("--te-fixes", action="store_true", help="also with TE's own fixes")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count the processes too (valgrind)"
+    )
     args = parser.parse_args()
 
     source = resolve(args.source)
@@ -55,7 +60,14 @@ def main() -> None:
         print(f"  ratio: {guarded / baseline:.2f}x (target <= 2x)")
         here = Path(__file__).resolve().parent.parent
         with tempfile.TemporaryDirectory() as scratch:
-            codemod_processes(source, max(args.repeat, 7), here, Path(scratch), te_fixes=True)
+            codemod_processes(
+                source,
+                max(args.repeat, 7),
+                here,
+                Path(scratch),
+                te_fixes=True,
+                instructions=args.instructions,
+            )
 
     if not args.no_sweep:
         sources = [resolve(version) for version in CORPUS_RELEASES]

@@ -8,10 +8,11 @@ of the working tree (not editable: a user's site-packages, bytecode precompiled 
 Both run `flake8` through their own console script on a copy of the selector, bytecode caching
 on, in interleaved rounds (`processes.interleaved`). The figure is what TEA adds against what
 flake8's own default checks cost there: (with TEA - without) / (without - an interpreter of the
-same environment that does nothing), target at most 0.10. With `--instructions` the same three
+same environment that does nothing), target at most 0.10. With `--instructions` the same
 processes are counted under callgrind (`processes.counted`). With `--te-fixes` a fourth process
-runs in the same rounds: TEA on a copy in a tree that records the release and sets `te-fixes =
-true`, TE's own later fixes analysed too; it is reported beside the default one.
+runs in the same rounds, and is counted too: TEA on a copy in a tree that records the release
+and sets `te-fixes = true`, TE's own later fixes analysed too; it is reported beside the
+default one.
 
 The environments are built afresh in a scratch folder each run. The packages come from the
 wheelhouse in `~/.cache/te-attn-guards/bench-wheels` when it has them (offline), else pip
@@ -124,8 +125,10 @@ def measure(
                 "ms",
             )
     if instructions:
-        counts = counted(commands[:3], scratch)
-        report("instructions", *(count / 1e6 for count in counts), "M")
+        (bare, without, with_tea, *fixes) = (count / 1e6 for count in counted(commands, scratch))
+        report("instructions", bare, without, with_tea, "M")
+        for fixed in fixes:
+            report("instr+fixes", bare, without, fixed, "M")
     print(f"  target: TEA <= {TARGET:.2f}x of flake8's own checks")
 
 

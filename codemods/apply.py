@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -37,6 +37,7 @@ from selector_patch.config import (
     select_hazards,
     with_te_fixes,
 )
+from selector_patch.records import Record
 from selector_patch.registry import Hazard
 from selector_patch.sources import SelectorSource, SourceError, read_text, resolve
 
@@ -47,9 +48,10 @@ if TYPE_CHECKING:
 MISSING = "missing"
 
 
-@dataclass
-class Outcome:
-    """What happened (or, under `--check`, would happen) to one selector file."""
+class Outcome(Record):
+    """What happened (or, under `--check`, would happen) to one selector file.
+
+    A `Record`, not a dataclass (see `Plan`)."""
 
     source: SelectorSource
     plan: Plan
@@ -192,8 +194,8 @@ def run_one(
         if selection and outcome.changed:
             from codemods.selection import outside, selection_report
 
-            outcome.selection = selection_report(
-                source, original, patched, config.hazards, quiet=quiet
+            outcome = outcome.replace(
+                selection=selection_report(source, original, patched, config.hazards, quiet=quiet)
             )
             refusal = outside(outcome.selection)
             if refusal is not None:
@@ -216,10 +218,32 @@ class SelectionOutside(Exception):
         self.outcome = outcome
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's own layout, at a width read without `shutil`: argparse makes a formatter for
+    every `add_argument`, and its default one imports `shutil` (with zlib, bz2 and lzma) to
+    ask the terminal's width, 7 M instructions of a `--check` that prints no help."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_columns() - 2)  # argparse keeps two columns free
+
+
+def _columns() -> int:
+    """The terminal's width as `shutil.get_terminal_size` reads it: `COLUMNS`, else standard
+    output's terminal, else 80."""
+    with contextlib.suppress(KeyError, ValueError):
+        if int(os.environ["COLUMNS"]) > 0:
+            return int(os.environ["COLUMNS"])
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m codemods.apply",
         description="Insert te-attn-guards' hazard guards into TE attention selectors.",
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument(
         "sources",

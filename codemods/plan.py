@@ -12,7 +12,6 @@ same decision.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazards, release, selector
@@ -50,14 +49,17 @@ class Insertion(NamedTuple):
     source: str
 
 
-@dataclass
 class Plan:
-    #: The parsed selector module the insertions' anchors belong to.
-    module: ast.Module
-    statuses: dict[str, str] = field(default_factory=dict)
-    insertions: list[Insertion] = field(default_factory=list)
-    #: The analyzer's verdict for each hazard that was missing (where it points, and why).
-    missing: dict[str, HazardVerdict] = field(default_factory=dict)
+    """What `plan_insertions` decided, filled in hazard by hazard. A plain class: importing
+    `dataclasses` (with `inspect`) would cost `--check` some 40 M instructions."""
+
+    def __init__(self, module: ast.Module) -> None:
+        #: The parsed selector module the insertions' anchors belong to.
+        self.module = module
+        self.statuses: dict[str, str] = {}
+        self.insertions: list[Insertion] = []
+        #: The analyzer's verdict for each hazard that was missing (where it points, and why).
+        self.missing: dict[str, HazardVerdict] = {}
 
 
 def selector_function(module: ast.Module, names: Sequence[str]) -> ast.FunctionDef:

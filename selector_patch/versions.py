@@ -76,6 +76,62 @@ def valid(text: str) -> bool:
     return True
 
 
+#: The operators of a PEP 440 specifier's clauses, longer first (`clauses`).
+_OPERATORS = ("===", "~=", "==", "!=", "<=", ">=", "<", ">")
+
+
+def clauses(specifier: str) -> list[tuple[str, str]]:
+    """`specifier`'s clauses as `SpecifierSet` splits them (at commas), each as (operator,
+    version text), read without a regular expression: `(===|~=|...)\\s*(\\S+)`. A clause
+    without an operator, or with a space inside its version, is left out."""
+    found = []
+    for clause in (part.strip() for part in specifier.split(",")):
+        for operator in _OPERATORS:
+            version = clause[len(operator) :].lstrip()
+            if clause.startswith(operator) and version and not any(c.isspace() for c in version):
+                found.append((operator, version))
+                break
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def satisfies(version: str, specifier: str) -> bool:
+    """Whether `version` is in the PEP 440 `specifier`, pre-releases included (TE's own
+    `>=2.2,!=2.4.*`): read here where `version` and every clause are plain - an inclusive
+    comparison, or `==` / `!=` of a release or of a release prefix (`2.4.*`) - and by
+    `packaging.specifiers` otherwise, whose import costs a flake8 run more than its analysis of
+    the hazard that asks."""
+    mine = _plain_key(version)
+    found = clauses(specifier)
+    if mine is not None and len(found) == specifier.count(",") + 1:
+        answers = [_plain_clause(mine, version, *clause) for clause in found]
+        if None not in answers:
+            return all(answers)
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    return Version(version) in SpecifierSet(specifier, prereleases=True)
+
+
+def _plain_clause(key: tuple, version: str, operator: str, bound: str) -> bool | None:
+    """One clause of `satisfies` for a plain `version` (`key` its `_plain_key`), None where the
+    clause is not plain."""
+    if bound.endswith(".*") and operator in ("==", "!="):
+        prefix = bound[:-2].split(".")
+        if not all(_is_number(part) for part in prefix):
+            return None
+        release = key[0] + (0,) * len(prefix)  # its trailing zeros count again here
+        return (tuple(release[: len(prefix)]) == tuple(map(int, prefix))) == (operator == "==")
+    if operator not in ("==", "!=", "<=", ">=") or _plain_key(bound) is None:
+        return None
+    difference = compare(version, bound)
+    if operator == "==":
+        return difference == 0
+    if operator == "!=":
+        return difference != 0
+    return difference <= 0 if operator == "<=" else difference >= 0
+
+
 def is_packaging_version(obj: Any) -> bool:
     """Whether `obj` is a `packaging.version.Version`: none can be unless the module is loaded."""
     module = sys.modules.get("packaging.version")

@@ -284,6 +284,19 @@ def test_a_release_that_never_makes_the_request_needs_no_guard(
     assert "never makes this request" in verdict.detail
 
 
+def test_a_witness_bound_by_the_cudnn_version_alone_says_it(release):
+    """TEA059's only trigger is the cuDNN version, a call's answer rather than a field: the
+    finding on 2.20.2 names the version its witness ran with, not an empty list of inputs."""
+    source = release("2.20.2")
+    module = ast.parse(source.path.read_text(encoding="utf-8"))
+    hazard = get_hazard("TEA059")
+    (verdict,) = analyze_hazards(
+        module, find_selectors(module)[0], [hazard], te_version=source.te_version
+    )
+    assert verdict.reachable
+    assert "stays selectable on sm121 with cuDNN 9.17.0: enabled at line" in verdict.detail
+
+
 def _tree(tmp_path, release, version: str) -> Path:
     """A fork's tree holding TE `version`'s selector and its recorded release, with TE's
     fixes switched on for the linter (`te-fixes = true`)."""

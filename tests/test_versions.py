@@ -5,9 +5,17 @@ import subprocess
 import sys
 
 import pytest
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from selector_patch.versions import compare, is_packaging_version, lazy, order, valid
+from selector_patch.versions import (
+    compare,
+    is_packaging_version,
+    lazy,
+    order,
+    satisfies,
+    valid,
+)
 
 #: Plain releases (read here) and other spellings (left to packaging), mixed.
 SPELLINGS = [
@@ -56,11 +64,30 @@ def test_a_lazy_import_is_the_function_when_called():
 
 
 def test_plain_releases_do_not_import_packaging():
+    """Nor does a TE release judged against a TE fix's specifier (`TeFix.makes`)."""
     code = (
-        "import sys; from selector_patch.versions import compare, valid;"
+        "import sys; from selector_patch.versions import compare, satisfies, valid;"
         " assert compare('4.0.0b36', '4.0.0') < 0 and valid('2.8.4');"
         " assert compare('2.6.0.post1', '2.6.0') > 0 and compare('2.6.0.post1', '2.6.1') < 0;"
+        " assert satisfies('2.20.2', '>=2.2,!=2.4.*') and not satisfies('2.5.0', '!=2.5.*');"
         " print('packaging.version' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+#: Specifiers as TE's fixes write them (`TeFix.te_reachable`), and others left to packaging.
+SPECIFIERS = [
+    ">=2.2,!=2.4.*,!=2.5.*,!=2.6.*,!=2.7.*", ">=2.1", "==2.4.*", "!=2.0.*", "<=2.6.0.post1",
+    "==2.6", "!=2.6.0", ">=4.0.0b31", "<2.5", ">2.5", "~=2.4", "===2.4", "==2.4.0+local",
+    " >= 2.2 , != 2.4.* ",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("version", "specifier"),
+    list(itertools.product(SPELLINGS[:-5] + ["2.4.0rc1", "2.5", "2", "2.0.0"], SPECIFIERS)),
+)
+def test_satisfies_is_packaging_containment(version, specifier):
+    expected = Version(version) in SpecifierSet(specifier, prereleases=True)
+    assert satisfies(version, specifier) == expected

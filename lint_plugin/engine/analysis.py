@@ -1023,7 +1023,10 @@ def _reachable(
     value: Value,
     admitting: list[ast.Compare],
 ) -> HazardVerdict:
-    inputs = ", ".join(f"{k}={v!r}" for k, v in witness_params(hazard, dialect, witness).items())
+    bound = [f"{k}={v!r}" for k, v in witness_params(hazard, dialect, witness).items()]
+    if "cudnn_version" in witness_inputs(hazard):  # a call's answer, not a field: said apart
+        bound.append(f"cuDNN {'.'.join(map(str, witness.cudnn_version))}")
+    inputs = ", ".join(bound)
     backward = any(condition.input == "backward" for condition in hazard.triggers)
     if backward and witness.backward and not dialect.sees_backward:
         inputs += " and a backward to run (autograd on), which this selector cannot tell apart"

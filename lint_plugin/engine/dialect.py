@@ -24,6 +24,7 @@ from typing import Any, Mapping
 
 from lint_plugin.engine.absint import Value, const
 from lint_plugin.engine.interpret.folding import PURE_BUILTINS
+from lint_plugin.engine.module_scan import ModuleScan, scan
 from lint_plugin.engine.predicates import Predicate, module_predicates
 from lint_plugin.engine.pure_functions import pure_functions
 from lint_plugin.engine import recipes
@@ -147,15 +148,14 @@ class Dialect:
         return function_index(self.function).stores
 
     @cached_property
-    def module_text_names(self) -> set[str]:
+    def _scan(self) -> ModuleScan:
+        """The one walk of the whole module that `module_text_names` and `module_names` read."""
+        return scan(self.module, self.function)
+
+    @property
+    def module_text_names(self) -> frozenset[str]:
         """Dotted names used anywhere in the module (`FlashAttentionUtils.is_installed`, ...)."""
-        names = set()
-        for node in ast.walk(self.module):
-            if isinstance(node, ast.Name):
-                names.add(node.id)
-            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-                names.add(f"{node.value.id}.{node.attr}")
-        return names
+        return self._scan.text_names
 
     def flag(self, role: str) -> str | None:
         """The selector-local flag of `role`, or None when this selector has no such backend."""
@@ -545,31 +545,11 @@ class Dialect:
                     candidates[node.targets[0].id] = (node, value)
         if not candidates:
             return {}
-        changed = set()
-        for node in descendants(self.module):
-            if isinstance(node, ast.Global):
-                changed.update(node.names)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                changed.add(node.name)
-            elif isinstance(node, ast.alias):
-                changed.add(node.asname or node.name.partition(".")[0])
-            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                if node.id in candidates and node is not candidates[node.id][0].targets[0]:
-                    changed.add(node.id)
-                elif node.id in CONSTANT_BUILDERS:
-                    changed.add(node.id)
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name)
-            ):
-                changed.add(node.func.value.id)
-            elif (
-                isinstance(node, ast.Subscript)
-                and not isinstance(node.ctx, ast.Load)
-                and isinstance(node.value, ast.Name)
-            ):
-                changed.add(node.value.id)  # `TABLE[key] = ...`, `del TABLE[key]`
+        found = self._scan
+        stores = found.stores
+        # A candidate's own top-level assignment is one store; any other changes it.
+        changed = {name for name in candidates if stores[name] > 1}
+        changed.update(found.changed, stores.keys() & CONSTANT_BUILDERS.keys())
         if changed & CONSTANT_BUILDERS.keys():  # a module of its own `frozenset`: literals only
             changed.update(
                 name for name, (node, _) in candidates.items() if _literal(node.value) is None

@@ -22,7 +22,7 @@ from typing import Any, Iterator, Mapping
 from selector_patch.records import Record, TupleRecord
 from selector_patch.roles import ROLES, Role
 from selector_patch.scenario import Condition, Scenario
-from selector_patch.versions import compare, order, valid
+from selector_patch.versions import clauses, compare, order, satisfies, valid
 
 #: Scenario field holding the installed version of each flash-attn role's package.
 PACKAGE_FIELD = {"FA2": "flash_attn_2", "FA3": "flash_attn_3", "FA4": "flash_attn_4"}
@@ -41,10 +41,6 @@ def _specifier(affected: str):
     from packaging.specifiers import SpecifierSet
 
     return SpecifierSet(affected, prereleases=True)
-
-
-#: The operators of `Evidence.affected`'s clauses, longer first (`_comparisons`).
-_OPERATORS = ("===", "~=", "==", "!=", "<=", ">=", "<", ">")
 
 
 class Spelling(Record):
@@ -111,20 +107,9 @@ class Evidence(Record):
         )
 
     def _comparisons(self) -> list[tuple[str, str]]:
-        """`affected`'s clauses as `SpecifierSet` splits them (at commas), each as (operator,
-        version text), read without importing `packaging.specifiers` (see `fixed_in`)."""
-        found = []
-        for clause in (part.strip() for part in self.affected.split(",")):
-            for operator in _OPERATORS:  # `(===|~=|...)\s*([^\s*]+)`, without compiling it
-                version = clause[len(operator) :].lstrip()
-                if (
-                    clause.startswith(operator)
-                    and version
-                    and not any(char.isspace() or char == "*" for char in version)
-                ):
-                    found.append((operator, version))
-                    break
-        return found
+        """`affected`'s clauses but prefix matches (`versions.clauses`), read without importing
+        `packaging.specifiers` (see `fixed_in`)."""
+        return [(op, version) for op, version in clauses(self.affected) if "*" not in version]
 
 
 class TeFix(Record):
@@ -193,9 +178,7 @@ class TeFix(Record):
 
     def makes(self, te_version: str) -> bool:
         """Whether TE `te_version`'s own code can make a witness's request (`te_reachable`)."""
-        from packaging.version import Version
-
-        return not self.te_reachable or Version(te_version) in _specifier(self.te_reachable)
+        return not self.te_reachable or satisfies(te_version, self.te_reachable)
 
     @property
     def filtered_in_cxx_from(self) -> str:
