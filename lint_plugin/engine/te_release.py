@@ -6,8 +6,10 @@ A hazard that TE fixed in its C++ fused-attention query (`nvte_get_fused_attn_ba
 trace in the selector: the selector just reads the query's answer. flake8 and the codemod never
 parse C++, so they take the release the analysed tree records (its wheel metadata, or a
 checkout's `build_tools/VERSION.txt`: `selector_patch.sources`) at its word: a tree at or past
-the fix's first release filters the case, as TE shipped it. A fork that reverted TE's C++ fix is
-the one case this cannot see; `verify`, which runs the tree's own C++, does. A file with no
+the fix's first release filters the case, as TE shipped it, up to the last release that still
+does (`TeFix.cxx_until`: TE 2.20's rewritten query leaves some cases to cuDNN's own support
+check). A fork that reverted TE's C++ fix is the one case this cannot see; `verify`, which runs
+the tree's own C++, does. A file with no
 recorded release, or a fix that lives in the selector, is judged by the analysis as usual.
 """
 
