@@ -148,6 +148,11 @@ def test_arguments_are_converted_as_pybind11_converts_them(te_cxx):
             tex.get_fused_attn_backend(*arguments)
     with pytest.raises(TypeError, match="incompatible function arguments"):
         tex.get_fused_attn_backend(*good[:-1])
+    names = [parameter.name for parameter in query.parameters]  # by keyword, the same
+    keywords = dict(zip(names[8:], good[8:]))
+    assert tex.get_fused_attn_backend(*good[:8], **keywords) == answer
+    with pytest.raises(TypeError, match="incompatible function arguments"):  # a size_t
+        tex.get_fused_attn_backend(*good[:8], **{**keywords, names[8]: -8})
 
 
 def test_only_members_the_python_side_names_exist(te_cxx):

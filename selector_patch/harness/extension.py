@@ -217,7 +217,7 @@ def extension_module(
     def arguments_of(args: tuple, kwargs: dict) -> list:
         try:
             given = (*args, *kwargs.values())
-            key = (args, tuple(kwargs), tuple(map(type, given)))
+            key = (given, tuple(kwargs), tuple(map(type, given)))
             found = converted.get(key)
         except TypeError:  # an argument that is no key: converted each time
             return _query_arguments(query, args, kwargs, enums)
