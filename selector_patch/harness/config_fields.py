@@ -3,7 +3,7 @@
 TE's Python side builds a `FusedAttentionParams` dataclass and passes it whole; the wrapper
 sets each field as the attribute of the same name on an `NVTEFusedAttnConfig`
 (`is_training` is `kNVTEFusedAttnConfigIsTraining`, `qkv_dtype` `kNVTEFusedAttnConfigQKVDtype`:
-the same words, in snake case). `config_fields` turns the instance into `(attribute value,
+the same words, in snake case). `ConfigFields` turns the instance into `(attribute value,
 is real, value)` per field, values as pybind11 converts them (enum members and TE's `DType` to
 their integers), the attributes valued by the release's own header. A field no attribute
 names is refused, as the wrapper would refuse it.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from selector_patch.harness.opaque import OpaqueDecision, is_opaque
 
@@ -32,42 +32,69 @@ def _key(name: str) -> str:
     return name.replace("_", "").lower()
 
 
-def config_fields(
-    enums: Mapping[str, Mapping[str, int]], args: tuple, kwargs: dict
-) -> list[tuple[int, bool, float]]:
-    """The one `FusedAttentionParams` argument as the query's attribute settings."""
-    if kwargs or len(args) != 1 or not dataclasses.is_dataclass(args[0]):
-        raise TypeError("get_fused_attn_backend(): takes one FusedAttentionParams")
-    attributes = {
-        _key(name.removeprefix(PREFIX)): value
-        for name, value in enums[ATTRIBUTES].items()
-        if name.startswith(PREFIX)
-    }
-    fields = []
-    for field in dataclasses.fields(args[0]):
-        value = getattr(args[0], field.name)
-        attribute = attributes.get(_key(field.name))
-        if attribute is None:
-            raise TypeError(f"FusedAttentionParams.{field.name}: no configuration attribute")
-        if is_opaque(value):
-            raise OpaqueDecision(
-                f"FusedAttentionParams.{field.name} would be {value.__qualname__}, which has no"
-                " answer"
+class ConfigFields:
+    """The query's attribute settings of a `FusedAttentionParams`, for one release's header: its
+    attributes by key, read once, and each
+    `FusedAttentionParams` converted once per distinct set of values (a grid asks the same
+    few thousand configurations again and again, and converting is a pure function; keyed by
+    each value with its type, as `extension.arguments_of` keys the older query's arguments)."""
+
+    def __init__(self, enums: Mapping[str, Mapping[str, int]]) -> None:
+        self._attributes = {
+            _key(name.removeprefix(PREFIX)): value
+            for name, value in enums[ATTRIBUTES].items()
+            if name.startswith(PREFIX)
+        }
+        self._names: dict[type, tuple[str, ...]] = {}
+        self._converted: dict[tuple, tuple[tuple[int, bool, float], ...]] = {}
+
+    def __call__(self, args: tuple, kwargs: dict) -> tuple[tuple[int, bool, float], ...]:
+        """The one `FusedAttentionParams` argument as the query's attribute settings."""
+        if kwargs or len(args) != 1 or not dataclasses.is_dataclass(args[0]):
+            raise TypeError("get_fused_attn_backend(): takes one FusedAttentionParams")
+        params = args[0]
+        names = self._names.get(type(params))
+        if names is None:
+            names = self._names[type(params)] = tuple(
+                field.name for field in dataclasses.fields(params)
             )
-        if isinstance(value, float):
-            fields.append((attribute, True, value))
-            continue
+        values = tuple(getattr(params, name) for name in names)
         try:
-            fields.append((attribute, False, operator.index(value)))
-        except TypeError:
-            raise TypeError(
-                f"FusedAttentionParams.{field.name}: {value!r} is neither a number nor an enum"
-            ) from None
-    return fields
+            key = (names, values, tuple(map(type, values)))
+            found = self._converted.get(key)
+        except TypeError:  # a value that is no key: converted each time
+            return self._convert(names, values)
+        if found is None:
+            found = self._converted[key] = self._convert(names, values)
+        return found
+
+    def _convert(
+        self, names: tuple[str, ...], values: tuple
+    ) -> tuple[tuple[int, bool, float], ...]:
+        fields = []
+        for name, value in zip(names, values):
+            attribute = self._attributes.get(_key(name))
+            if attribute is None:
+                raise TypeError(f"FusedAttentionParams.{name}: no configuration attribute")
+            if is_opaque(value):
+                raise OpaqueDecision(
+                    f"FusedAttentionParams.{name} would be {value.__qualname__}, which has no"
+                    " answer"
+                )
+            if isinstance(value, float):
+                fields.append((attribute, True, value))
+                continue
+            try:
+                fields.append((attribute, False, operator.index(value)))
+            except TypeError:
+                raise TypeError(
+                    f"FusedAttentionParams.{name}: {value!r} is neither a number nor an enum"
+                ) from None
+        return tuple(fields)
 
 
 def assumed_verdict(
-    enums: Mapping[str, Mapping[str, int]], fields: list[tuple[int, bool, float]]
+    enums: Mapping[str, Mapping[str, int]], fields: Sequence[tuple[int, bool, float]]
 ) -> str:
     """The backend assumed where cuDNN's check was reached: by the request's `qkv_dtype`."""
     qkv_dtype = enums[ATTRIBUTES][f"{PREFIX}QKVDtype"]

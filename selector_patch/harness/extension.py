@@ -32,7 +32,7 @@ import re
 from typing import Any, Callable, Mapping
 
 from selector_patch import scoped_env
-from selector_patch.harness.config_fields import VERDICT_ASSUMED, assumed_verdict, config_fields
+from selector_patch.harness.config_fields import VERDICT_ASSUMED, ConfigFields, assumed_verdict
 from selector_patch.harness.device import VirtualDevice
 from selector_patch.harness.opaque import OpaqueDecision, OpaqueModule, is_opaque
 from selector_patch.harness.params import Unrepresentable
@@ -213,6 +213,8 @@ def extension_module(
     #: and `128.0` are equal keys, but only one is an integer to pybind11): a grid asks the
     #: same few thousand argument lists again and again, and converting is a pure function.
     converted: dict[tuple, list] = {}
+    #: TE 2.20+'s one `FusedAttentionParams`, converted by the release's header.
+    fields_of = None if query is None or query.parameters is not None else ConfigFields(query.enums)
 
     def arguments_of(args: tuple, kwargs: dict) -> list:
         try:
@@ -233,10 +235,8 @@ def extension_module(
         if query is None:
             return getattr(backends, member_name(ASSUMED_BACKEND)), None
         machine = device.machine
-        configured = query.parameters is None
-        arguments = (
-            config_fields(query.enums, args, kwargs) if configured else arguments_of(args, kwargs)
-        )
+        configured = fields_of is not None
+        arguments = fields_of(args, kwargs) if configured else arguments_of(args, kwargs)
         try:
             value, printed, *more = query(
                 machine.sm_arch, machine.cudnn_runtime_version, scoped_env.lookup, arguments

@@ -67,6 +67,9 @@ class LibraryQuery:
         self._where = path
         self._lock = threading.Lock()
         self._replies = Replies()
+        #: Each distinct request's line to the helper, and (TE 2.20+) its verdict key.
+        self._lines: dict[tuple, str] = {}
+        self._keys: dict[tuple, verdicts.Key] = {}
         spec = {
             "stubs": [str(stub) for stub in stubs.build(path)] if stubbed else [],
             "library": str(path),
@@ -129,14 +132,32 @@ class LibraryQuery:
     ) -> tuple:
         """The backend's value and the lines TE printed (TE 2.20+: also the reject message and
         whether cuDNN's check was reached); `QueryFailure` when TE threw."""
-        request = json.dumps({"machine": [sm_arch, cudnn_version], "arguments": list(arguments)})
         with self._lock:
+            request = self._request(sm_arch, cudnn_version, arguments)
             reply = self._replies.get(request, environment)
             if reply is None:
                 reply = self._asked(request, environment)
             if "error" in reply:
                 raise QueryFailure(reply["error"])
             return self._answered(sm_arch, cudnn_version, arguments, *reply["answer"])
+
+    def _request(self, sm_arch: int, cudnn_version: int, arguments: Sequence[object]) -> str:
+        """The request's line to the helper, made once per distinct request where the arguments
+        are a key (TE 2.20+'s settings, a tuple: a grid asks the same few thousand again and
+        again), else each time."""
+        try:
+            line = self._lines.get((sm_arch, cudnn_version, arguments))
+        except TypeError:  # arguments that are no key (a list)
+            return self._line(sm_arch, cudnn_version, arguments)
+        if line is None:
+            line = self._lines[(sm_arch, cudnn_version, arguments)] = self._line(
+                sm_arch, cudnn_version, arguments
+            )
+        return line
+
+    @staticmethod
+    def _line(sm_arch: int, cudnn_version: int, arguments: Sequence[object]) -> str:
+        return json.dumps({"machine": [sm_arch, cudnn_version], "arguments": list(arguments)})
 
     def _asked(self, request: str, environment: Callable[[str], str | None]) -> dict:
         """The helper's reply to `request`, answering the variables TE reads meanwhile from
@@ -158,7 +179,12 @@ class LibraryQuery:
         if not v2:
             return backend, tuple(printed)
         message, asked = v2
-        request = self.last_request = verdicts.key(sm_arch, cudnn_version, arguments)
+        request = self._keys.get((sm_arch, cudnn_version, arguments))
+        if request is None:
+            request = self._keys[(sm_arch, cudnn_version, arguments)] = verdicts.key(
+                sm_arch, cudnn_version, arguments
+            )
+        self.last_request = request
         if self.recorded is not None:
             self.recorded[request] = (backend, message)
         found = self._verdicts.lookup(*request) if asked and self._verdicts else None
