@@ -1,12 +1,14 @@
-"""The limit of the harness's witness grid: when an analyzer "reachable" it does not see is excused.
+"""The limits of both judges: when an analyzer "reachable" the harness does not see is excused.
 
 The analyzer (static) decides for every environment, binding only a hazard's inputs; the harness
 (`selector_patch.verify`) for a finite grid: two `NVTE_*` environments, one set of installed
 packages, one cuDNN answer, one value of every `AttentionParams` field no hazard names. Where
 a static judge says reachable and the harness says not, `grid_limited` says whether that lies
 off the grid (and how), for every differential test (`test_fuzz_differential`,
-`test_judges_agree`, `test_fuzz_spellings`). A static "guarded" where the harness selects the
-backend is never excused.
+`test_judges_agree`, `test_fuzz_spellings`). It also knows the analyzer's one documented
+imprecision: a run about one backend reads the other backends' flags as unknown
+(`analysis.Selector.run_slice`), so a filter that decides on another backend's flag is
+undecided there. A static "guarded" where the harness selects the backend is never excused.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 import torch
 
 from lint_plugin.engine.absint import const
+from lint_plugin.engine import analysis
 from lint_plugin.engine.analysis import analyze_hazard
 from lint_plugin.engine.dialect import find_selectors
 from lint_plugin.engine.interpreter import Facts
@@ -113,4 +116,31 @@ def grid_limited(text: str, selector: LoadedSelector, hazard: Hazard) -> str | N
         module, function, hazard, plain_call(selector, function, hazard)
     ).reachable:
         return "reachable only for inputs the witness grid's calls hold fixed"
+    with _every_flag_run():
+        if not analyze_hazard(module, function, hazard).reachable:
+            return "reachable only where the analyzer reads the other backends' flags as unknown"
     return None
+
+
+@contextlib.contextmanager
+def _every_flag_run():
+    """The analyzer with no backend flag cut from its runs (`Selector.run_slice`): each run
+    then computes every flag as the selector does, at the price of the statements the cut
+    spares. Prepared selectors are forgotten before and after, so no run of either kind sees
+    the other's slices."""
+    original = analysis.Selector._cut_slice
+
+    def uncut(self, roles):
+        flags = self.dialect.backend_flags
+        return (
+            self._slice(flags.union(*(self.dialect.sources(flag) for flag in flags))),
+            frozenset(),
+        )
+
+    analysis.release()
+    analysis.Selector._cut_slice = uncut
+    try:
+        yield
+    finally:
+        analysis.Selector._cut_slice = original
+        analysis.release()
