@@ -33,11 +33,13 @@ def _key(name: str) -> str:
 
 
 class ConfigFields:
-    """The query's attribute settings of a `FusedAttentionParams`, for one release's header: its
-    attributes by key, read once, and each
-    `FusedAttentionParams` converted once per distinct set of values (a grid asks the same
-    few thousand configurations again and again, and converting is a pure function; keyed by
-    each value with its type, as `extension.arguments_of` keys the older query's arguments)."""
+    """A `FusedAttentionParams` as the query's attribute settings, by one release's header.
+
+    The header's attributes are read once, and each distinct set of field values is converted
+    once: a grid asks the same few thousand configurations again and again, and converting is
+    a pure function. Keys hold each value with its type, as `extension.arguments_of` keys the
+    older query's arguments (`128` and `128.0` are equal keys, but one is an integer setting
+    and the other a real one)."""
 
     def __init__(self, enums: Mapping[str, Mapping[str, int]]) -> None:
         self._attributes = {
