@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
-from lint_plugin.engine.absint import const
 from lint_plugin.engine import analysis
+from lint_plugin.engine.absint import const
 from lint_plugin.engine.analysis import analyze_hazard
 from lint_plugin.engine.dialect import find_selectors
 from lint_plugin.engine.interpreter import Facts

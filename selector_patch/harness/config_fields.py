@@ -21,6 +21,7 @@ import operator
 from typing import Mapping, Sequence
 
 from selector_patch.harness.opaque import OpaqueDecision, is_opaque
+from selector_patch.memo import once
 
 ATTRIBUTES = "NVTEFusedAttnConfigAttribute"
 PREFIX = "kNVTEFusedAttnConfig"
@@ -61,14 +62,8 @@ class ConfigFields:
                 field.name for field in dataclasses.fields(params)
             )
         values = tuple(getattr(params, name) for name in names)
-        try:
-            key = (names, values, tuple(map(type, values)))
-            found = self._converted.get(key)
-        except TypeError:  # a value that is no key: converted each time
-            return self._convert(names, values)
-        if found is None:
-            found = self._converted[key] = self._convert(names, values)
-        return found
+        key = (names, values, tuple(map(type, values)))
+        return once(self._converted, key, lambda: self._convert(names, values))
 
     def _convert(
         self, names: tuple[str, ...], values: tuple

@@ -36,6 +36,7 @@ from selector_patch.harness.config_fields import VERDICT_ASSUMED, ConfigFields, 
 from selector_patch.harness.device import VirtualDevice
 from selector_patch.harness.opaque import OpaqueDecision, OpaqueModule, is_opaque
 from selector_patch.harness.params import Unrepresentable
+from selector_patch.memo import once
 from selector_patch.te_cxx.query import FusedQuery, QueryFailure
 
 #: TE's refusal of a cuDNN older than it was built for, when it creates its cuDNN handle.
@@ -217,15 +218,9 @@ def extension_module(
     fields_of = None if query is None or query.parameters is not None else ConfigFields(query.enums)
 
     def arguments_of(args: tuple, kwargs: dict) -> list:
-        try:
-            given = (*args, *kwargs.values())
-            key = (given, tuple(kwargs), tuple(map(type, given)))
-            found = converted.get(key)
-        except TypeError:  # an argument that is no key: converted each time
-            return _query_arguments(query, args, kwargs, enums)
-        if found is None:
-            found = converted[key] = _query_arguments(query, args, kwargs, enums)
-        return found
+        given = (*args, *kwargs.values())
+        key = (given, tuple(kwargs), tuple(map(type, given)))
+        return once(converted, key, lambda: _query_arguments(query, args, kwargs, enums))
 
     def answer(*args, **kwargs) -> tuple[EnumMember, str | None]:
         """The backend and, where TE's own query gave one, its reject message."""

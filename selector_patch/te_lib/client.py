@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import selector_patch
+from selector_patch.memo import once
 from selector_patch.te_cxx.compiler import library, shared_library
 from selector_patch.te_cxx.errors import CxxError
 from selector_patch.te_cxx.query import QueryFailure
@@ -143,17 +144,12 @@ class LibraryQuery:
 
     def _request(self, sm_arch: int, cudnn_version: int, arguments: Sequence[object]) -> str:
         """The request's line to the helper, made once per distinct request where the arguments
-        are a key (TE 2.20+'s settings, a tuple: a grid asks the same few thousand again and
-        again), else each time."""
-        try:
-            line = self._lines.get((sm_arch, cudnn_version, arguments))
-        except TypeError:  # arguments that are no key (a list)
-            return self._line(sm_arch, cudnn_version, arguments)
-        if line is None:
-            line = self._lines[(sm_arch, cudnn_version, arguments)] = self._line(
-                sm_arch, cudnn_version, arguments
-            )
-        return line
+        are a key (TE 2.20+'s settings, a tuple), else each time (`memo.once`)."""
+        return once(
+            self._lines,
+            (sm_arch, cudnn_version, arguments),
+            lambda: self._line(sm_arch, cudnn_version, arguments),
+        )
 
     @staticmethod
     def _line(sm_arch: int, cudnn_version: int, arguments: Sequence[object]) -> str:
@@ -179,12 +175,11 @@ class LibraryQuery:
         if not v2:
             return backend, tuple(printed)
         message, asked = v2
-        request = self._keys.get((sm_arch, cudnn_version, arguments))
-        if request is None:
-            request = self._keys[(sm_arch, cudnn_version, arguments)] = verdicts.key(
-                sm_arch, cudnn_version, arguments
-            )
-        self.last_request = request
+        request = self.last_request = once(
+            self._keys,
+            (sm_arch, cudnn_version, arguments),
+            lambda: verdicts.key(sm_arch, cudnn_version, arguments),
+        )
         if self.recorded is not None:
             self.recorded[request] = (backend, message)
         found = self._verdicts.lookup(*request) if asked and self._verdicts else None
