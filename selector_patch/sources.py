@@ -15,9 +15,12 @@ import functools
 import os
 import sys
 from pathlib import Path
-from typing import Callable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple
 
 from selector_patch.versions import valid as valid_version
+
+if TYPE_CHECKING:
+    import tarfile
 
 #: Every TE release on PyPI from the first with today's selector shape to the newest studied.
 CORPUS_RELEASES: tuple[str, ...] = (
@@ -355,18 +358,53 @@ def _download(
 
 def _extract_sdist(sdist: Path, tree: Path) -> None:
     """An sdist's one top-level directory (`flash_attn-2.8.3/`), unpacked as `tree`."""
+    import shutil
     import tarfile
 
     staging = tree.with_name(tree.name + ".unpacked")
     try:
         with tarfile.open(sdist) as archive:
-            archive.extractall(staging, filter="data")
+            if hasattr(tarfile, "data_filter"):
+                archive.extractall(staging, filter="data")
+            else:
+                archive.extractall(staging, members=_data_members(archive))
+        entries = list(staging.iterdir())
+        if len(entries) != 1 or not entries[0].is_dir():
+            raise SourceError(sdist, "not an sdist: it does not hold one top-level directory")
+        os.rename(entries[0], tree)
     except tarfile.TarError as error:
         raise SourceError(sdist, f"not an sdist: {error}") from None
-    entries = list(staging.iterdir())
-    if len(entries) != 1 or not entries[0].is_dir():
-        raise SourceError(sdist, "not an sdist: it does not hold one top-level directory")
-    os.rename(entries[0], tree)
+    finally:  # empty once renamed; else what an archive refused part-way left
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _data_members(archive: "tarfile.TarFile") -> "list[tarfile.TarInfo]":
+    """The archive's members, where tarfile has no extraction filters (Python before 3.11.4:
+    Debian 12's 3.11.2), checked as its "data" filter checks them: a `TarError` names the first
+    that would land or point outside the directory unpacked into (an absolute name is refused
+    here, where that filter strips its "/"), or that is a device or a pipe."""
+    import posixpath
+    import tarfile
+
+    def outside(name: str) -> bool:
+        normal = posixpath.normpath(name)
+        return posixpath.isabs(name) or normal == ".." or normal.startswith("../")
+
+    members = archive.getmembers()
+    for member in members:
+        if outside(member.name):
+            raise tarfile.TarError(f"{member.name!r} would be unpacked outside its directory")
+        if member.issym():
+            target = posixpath.join(posixpath.dirname(member.name), member.linkname)
+        elif member.islnk():
+            target = member.linkname
+        elif member.isfile() or member.isdir():
+            continue
+        else:
+            raise tarfile.TarError(f"{member.name!r} is a special file")
+        if posixpath.isabs(member.linkname) or outside(target):
+            raise tarfile.TarError(f"{member.name!r} links outside its directory")
+    return members
 
 
 def _extract(wheel: Path, tree: Path) -> None:

@@ -227,25 +227,68 @@ def test_real_release(release):
 
 
 def _sdist(path: Path, members: dict[str, str]) -> Path:
+    """A gzipped tar of `members`: text files by name, and links written `-> target` (a name
+    ending in `@` is a symbolic link, one ending in `=` a hard link)."""
     import io
     import tarfile
 
     with tarfile.open(path, "w:gz") as archive:
         for name, text in members.items():
             data = text.encode()
-            info = tarfile.TarInfo(name)
+            info = tarfile.TarInfo(name.rstrip("@="))
+            if name[-1] in "@=":
+                info.type = tarfile.SYMTYPE if name.endswith("@") else tarfile.LNKTYPE
+                info.linkname = text.removeprefix("-> ")
+                data = b""
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     return path
 
 
-def test_an_sdist_unpacks_as_its_one_top_level_directory(tmp_path):
-    sdist = _sdist(tmp_path / "pkg-1.0.tar.gz", {"pkg-1.0/setup.py": "", "pkg-1.0/src/a.h": "x"})
+@pytest.fixture(params=["filter", "no filter"])
+def extraction(request, monkeypatch) -> None:
+    """Each sdist test runs with tarfile's extraction filters, and as on a Python without them
+    (before 3.11.4: Debian 12's 3.11.2), where `sources._data_members` does their work."""
+    import tarfile
+
+    if request.param == "no filter":
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    elif not hasattr(tarfile, "data_filter"):
+        pytest.skip("this Python's tarfile has no extraction filters")
+
+
+def test_an_sdist_unpacks_as_its_one_top_level_directory(tmp_path, extraction):
+    sdist = _sdist(
+        tmp_path / "pkg-1.0.tar.gz",
+        {"pkg-1.0/setup.py": "", "pkg-1.0/src/a.h": "x", "pkg-1.0/src/b.h@": "-> a.h"},
+    )
     sources._extract_sdist(sdist, tmp_path / "tree")
     assert (tmp_path / "tree" / "src" / "a.h").read_text() == "x"
+    assert (tmp_path / "tree" / "src" / "b.h").read_text() == "x"
 
 
-def test_an_archive_without_one_top_level_directory_is_a_one_line_error(tmp_path):
+def test_an_archive_without_one_top_level_directory_is_a_one_line_error(tmp_path, extraction):
     sdist = _sdist(tmp_path / "odd.tar.gz", {"a/setup.py": "", "b/setup.py": ""})
     with pytest.raises(SourceError, match="not an sdist: it does not hold one top-level"):
         sources._extract_sdist(sdist, tmp_path / "tree")
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        {"pkg-1.0/../../escaped": "x"},
+        {"/tmp/escaped": "x"},
+        {"pkg-1.0/escaped@": "-> ../../escaped"},
+        {"pkg-1.0/escaped@": "-> /etc/passwd"},
+        {"pkg-1.0/escaped=": "-> ../escaped"},
+    ],
+    ids=["dot-dot", "absolute", "symlink-up", "symlink-absolute", "hardlink-up"],
+)
+def test_a_member_reaching_outside_is_refused_and_nothing_written(tmp_path, extraction, member):
+    sdist = _sdist(tmp_path / "evil.tar.gz", {"pkg-1.0/setup.py": "", **member})
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with pytest.raises(SourceError, match="not an sdist: ") as raised:
+        sources._extract_sdist(sdist, cache / "tree")
+    assert "\n" not in str(raised.value)
+    assert not (tmp_path / "escaped").exists() and list(cache.iterdir()) == []
