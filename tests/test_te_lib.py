@@ -95,7 +95,7 @@ def test_the_library_answers_as_the_source_on_a_grid(te_cxx):
 
 
 def test_a_request_asked_again_is_answered_without_the_helper(te_cxx, monkeypatch):
-    """The helper's replies are kept (`te_lib.replies`): a request asked again costs no round
+    """The helper's replies are kept (`te_cxx.replies`): a request asked again costs no round
     trip, and its answer (or TE's exception) is the source's still."""
     source = load(te_cxx / "2.18.0")
     library = te_lib.load("2.18.0")

@@ -1,6 +1,6 @@
 """A kept reply of the helper process answers only where every variable it read reads the same.
 
-`te_lib.replies` replays a reply's reads against the caller's environment, in order. The
+`te_cxx.replies` replays a reply's reads against the caller's environment, in order. The
 releases whose libraries the suite runs (2.18.0, 2.19.0) read no variable in their fused query,
 so the replay is judged here on its own, with recorded reads as TE's older queries make them
 (`NVTE_FUSED_ATTN_BACKEND`, read only on the paths that offer two backends).
@@ -8,7 +8,7 @@ so the replay is judged here on its own, with recorded reads as TE's older queri
 
 from __future__ import annotations
 
-from selector_patch.te_lib.replies import Replies
+from selector_patch.te_cxx.replies import Replies
 
 REQUEST = '{"machine": [90, 91801], "arguments": [1, 2]}'
 SHORT = {"answer": [0, []]}

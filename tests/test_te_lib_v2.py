@@ -16,7 +16,7 @@ import pytest
 from fidelity_grid import requests
 from selector_patch import te_lib
 from selector_patch.te_lib import seam, verdicts
-from selector_patch.te_lib.replies import Replies
+from selector_patch.te_cxx.replies import Replies
 from selector_patch.harness import Unrepresentable, load_selector
 from selector_patch.harness.config_fields import VERDICT_ASSUMED
 from selector_patch.registry import get_hazard

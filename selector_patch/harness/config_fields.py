@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from selector_patch.harness.opaque import OpaqueDecision, is_opaque
 from selector_patch.memo import once
@@ -48,7 +48,8 @@ class ConfigFields:
             for name, value in enums[ATTRIBUTES].items()
             if name.startswith(PREFIX)
         }
-        self._names: dict[type, tuple[str, ...]] = {}
+        #: Per dataclass, its field names and a getter of all their values at once.
+        self._names: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple]]] = {}
         self._converted: dict[tuple, tuple[tuple[int, bool, float], ...]] = {}
 
     def __call__(self, args: tuple, kwargs: dict) -> tuple[tuple[int, bool, float], ...]:
@@ -56,12 +57,13 @@ class ConfigFields:
         if kwargs or len(args) != 1 or not dataclasses.is_dataclass(args[0]):
             raise TypeError("get_fused_attn_backend(): takes one FusedAttentionParams")
         params = args[0]
-        names = self._names.get(type(params))
-        if names is None:
-            names = self._names[type(params)] = tuple(
-                field.name for field in dataclasses.fields(params)
-            )
-        values = tuple(getattr(params, name) for name in names)
+        known = self._names.get(type(params))
+        if known is None:
+            names = tuple(field.name for field in dataclasses.fields(params))
+            getter = operator.attrgetter(*names) if len(names) > 1 else _one(names)
+            known = self._names[type(params)] = (names, getter)
+        names, getter = known
+        values = getter(params)
         key = (names, values, tuple(map(type, values)))
         return once(self._converted, key, lambda: self._convert(names, values))
 
@@ -98,3 +100,9 @@ def assumed_verdict(
     fp8 = {enums["DType"][name] for name in FP8_DTYPES if name in enums["DType"]}
     dtype = next(value for attribute, _, value in fields if attribute == qkv_dtype)
     return "FP8" if dtype in fp8 else "F16_arbitrary_seqlen"
+
+
+def _one(names: tuple[str, ...]) -> Callable[[Any], tuple]:
+    """A getter of the values of `names` (none or one) as a tuple, as `attrgetter` of several
+    names gives them."""
+    return lambda params: tuple(getattr(params, name) for name in names)

@@ -30,7 +30,7 @@ import inspect
 import threading
 import types
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, ContextManager, Iterator, Mapping
 
 import torch
 
@@ -70,6 +70,14 @@ SELECTOR = "get_attention_backend"
 #: TE computes its log level at import from these; the harness always wants the debug lines.
 IMPORT_ENV = {"NVTE_DEBUG": "1", "NVTE_DEBUG_LEVEL": "2"}
 ENV_PREFIX = "NVTE_"
+
+
+def _autograd(backward: bool) -> ContextManager[None]:
+    """Autograd recording iff a backward will run; no block where it already is so (a grid
+    asks a mode's requests in a row)."""
+    if torch.is_grad_enabled() == backward:
+        return contextlib.nullcontext()
+    return torch.set_grad_enabled(backward)
 
 
 class _Import:
@@ -161,10 +169,15 @@ class LoadedSelector:
 
         `params` sets further `AttentionParams` fields by name (see `attention_params_kwargs`).
         """
-        with self.pinned(scenario) as module:
-            fields = self._fields(module.__dict__.get(PARAMS))
-            kwargs = attention_params_kwargs(scenario, fields, module.__dict__, params)
-            return self._run(module.__dict__, kwargs, scenario)
+        with (
+            self._lock,
+            scoped_env.overridden(scenario.env, hide_prefix=ENV_PREFIX),
+            _autograd(scenario.backward),
+        ):
+            namespace = self._pin(scenario).__dict__
+            fields = self._fields(namespace.get(PARAMS))
+            kwargs = attention_params_kwargs(scenario, fields, namespace, params)
+            return self._run(namespace, kwargs, scenario)
 
     def _fields(self, params_class: Any) -> tuple[str, ...]:
         """The fields `DotProductAttention` fills: the release's, and the signals a runtime
@@ -198,19 +211,24 @@ class LoadedSelector:
         A backward will run iff autograd records the call: that is how a caller says it, while
         `DotProductAttention` builds the params and selects.
         """
-        if scenario.fused_backend is not None:
-            member_name(scenario.fused_backend)  # reject a misspelt override before running
         with (
             self._lock,
             scoped_env.overridden(scenario.env, hide_prefix=ENV_PREFIX),
-            torch.set_grad_enabled(scenario.backward),
+            _autograd(scenario.backward),
         ):
-            machine = Machine.of(scenario)
-            imported = self._import_on(machine) if self._per_machine else self._default
-            self._device.pin(machine, scenario.fused_backend, scenario.onnx_export)
-            imported.state.reset(machine, machine.flash_attn)
-            self._sink.take()
-            yield imported.module
+            yield self._pin(scenario)
+
+    def _pin(self, scenario: Scenario) -> types.ModuleType:
+        """`pinned`'s work inside its block (`select` enters the block's parts itself, saving
+        a generator's frames on each of some 150,000 requests a snapshot)."""
+        if scenario.fused_backend is not None:
+            member_name(scenario.fused_backend)  # reject a misspelt override before running
+        machine = Machine.of(scenario)
+        imported = self._import_on(machine) if self._per_machine else self._default
+        self._device.pin(machine, scenario.fused_backend, scenario.onnx_export)
+        imported.state.reset(machine, machine.flash_attn)
+        self._sink.take()
+        return imported.module
 
     def _run(self, namespace: dict, kwargs: dict, scenario: Scenario) -> Selection:
         """Call the selector and read its result; what fails in its code is a `SelectionError`."""

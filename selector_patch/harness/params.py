@@ -70,7 +70,8 @@ def attention_params_kwargs(
     grid's); they are passed as given, so a field the release does not declare fails in its
     dataclass's own constructor instead of being dropped.
     """
-    declared, inexpressible = _declared(fields)
+    release = _declared(fields)
+    declared, inexpressible = release.declared, release.inexpressible
     if "head_dim_qk" not in declared and scenario.head_dim_qk != scenario.head_dim_v:
         raise Unrepresentable(
             f"head_dim_qk={scenario.head_dim_qk} != head_dim_v={scenario.head_dim_v}: this "
@@ -133,19 +134,31 @@ def attention_params_kwargs(
         "fp8_output": scenario.fp8_output,
         "checkpoint_core_attention": scenario.checkpoint_core_attention,
     }
-    for name in passed.keys() - declared:  # the few this release does not declare
+    if release.absent is None:
+        release.absent = tuple(passed.keys() - declared)
+    for name in release.absent:  # the few this release does not declare
         del passed[name]
     if extra:
         passed.update(extra)
     return passed
 
 
+@dataclasses.dataclass
+class _Declared:
+    """What a release's fields leave out of the values built for every request."""
+
+    declared: frozenset[str]
+    #: The optional features, in order, that the release cannot express.
+    inexpressible: tuple[str, ...]
+    #: The values built that the release has no field for (known after its first request).
+    absent: tuple[str, ...] | None = None
+
+
 @functools.lru_cache(maxsize=64)
-def _declared(fields: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
-    """The fields as a set, and the optional features, in order, that a release declaring them
-    cannot express: once per release, not per request (a selection diff makes some 350,000)."""
+def _declared(fields: tuple[str, ...]) -> _Declared:
+    """Once per release, not per request (a selection diff makes some 350,000)."""
     inexpressible = tuple(name for name in OPTIONAL_FEATURES if not expressible(name, fields))
-    return frozenset(fields), inexpressible
+    return _Declared(frozenset(fields), inexpressible)
 
 
 def _qkv_layout(scenario: Scenario) -> str:

@@ -63,10 +63,15 @@ class Asker:
     """One loaded selector, asked requests of one grid."""
 
     def __init__(self, loaded: "LoadedSelector", grid: Grid) -> None:
+        from selector_patch import harness  # loaded: the harness is imported already
+
         self.loaded = loaded
         self.grid = grid
         self.reader = Reader()
         self._rows: dict[int, tuple["Scenario", dict[str, Any]] | str] = {}
+        #: Each environment a request is asked in, by the row's own variables and the setting.
+        self._envs: dict[tuple, tuple[tuple[str, str], ...]] = {}
+        self._failures = harness.Unrepresentable, harness.SelectionError, harness.LoadError
         # The `os` the selector reads its variables through (`scoped_env.OsView`); a module
         # that reads them some other way gets no twin answers (every read is taken as made).
         self._recording = getattr(loaded.module.__dict__.get("os"), "recording", None)
@@ -91,23 +96,22 @@ class Asker:
         except TypeError as error:
             return str(error).split(": ", 1)[-1]
 
-    def ask(self, configuration: Configuration) -> tuple[Outcome, frozenset[str]]:
-        """The outcome, and the `NVTE_*` variables the selection read."""
-        return self._ask(configuration, self.switch_env(configuration.switches))
-
     def switch_env(self, switches: tuple[bool, ...]) -> dict[str, str]:
         return {s.name: s.off for s, on in zip(self.grid.switches, switches) if not on}
 
-    def _ask(
-        self, configuration: Configuration, switched: dict[str, str]
-    ) -> tuple[Outcome, frozenset[str]]:
-        from selector_patch.harness import LoadError, SelectionError, Unrepresentable
-
+    def ask(self, configuration: Configuration) -> tuple[Outcome, frozenset[str]]:
+        """The outcome, and the `NVTE_*` variables the selection read."""
+        Unrepresentable, SelectionError, LoadError = self._failures
         request = self.row(configuration.row)
         if isinstance(request, str):
             return self.reader.failed(unrepresentable=request), frozenset()
         row, params = request
-        env = tuple(sorted({**dict(row.env), **switched}.items()))
+        env = self._envs.get((row.env, configuration.switches))
+        if env is None:
+            switched = self.switch_env(configuration.switches)
+            env = self._envs[(row.env, configuration.switches)] = tuple(
+                sorted({**dict(row.env), **switched}.items())
+            )
         scenario = _moved(
             row,
             {ARCHITECTURE: configuration.architecture, **MODES[configuration.mode], "env": env},
@@ -172,7 +176,6 @@ def run(
     asker = Asker(loaded, grid)
     settings = grid.settings()
     twins = _twins(settings, [switch.name for switch in grid.switches])
-    switched = [asker.switch_env(setting) for setting in settings]
     outcomes = []
     for architecture in grid.architectures:
         for mode in grid.modes:
@@ -187,7 +190,7 @@ def run(
                             break
                     if answer is None:
                         configuration = Configuration(architecture, mode, setting, row)
-                        answer = asker._ask(configuration, switched[index])
+                        answer = asker.ask(configuration)
                     answered[(index, row)] = answer
                     outcomes.append(answer[0])
                 advance(len(grid.rows_of(setting)))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from selector_patch.te_cxx.compiler import library
+from selector_patch.te_cxx.replies import Replies
 from selector_patch.te_cxx.translation_unit import Parameter, build
 
 #: The C type of each parameter type the trampoline declares (enums travel as `long long`).
@@ -68,8 +69,8 @@ class FusedQuery:
         #: The translation unit's text, where it was built from TE's source (its comparisons
         #: join the history miner's grid); None for a trampoline into a compiled library.
         self.source = source
-        self._callbacks: dict[Callable, object] = {}
-        self._local = threading.local()
+        self._call = _Call()
+        self._replies = Replies()
         compiled = ctypes.CDLL(str(path))
         self._query = compiled.te_attn_guards_query
         self._query.restype = ctypes.c_int
@@ -99,46 +100,75 @@ class FusedQuery:
     ) -> tuple[int, tuple[str, ...]]:
         """The backend's value and the lines TE printed; `QueryFailure` when TE threw.
 
-        The callback and the buffers are made once (per `environment`, per thread), not per
-        call: a snapshot of TE 2.20.2 asks some 60,000 times. The trampoline writes the log whole on every
-        call and the error whenever it fails, so nothing of an earlier call is read.
+        A request asked again, with the variables TE read reading as they did, is answered as
+        it was (`replies`): a snapshot of TE 2.17.1 asks some 20,000 times, a few hundred of
+        them distinct.
         """
-        machine = _Machine(sm_arch, cudnn_version, self._callback(environment))
-        backend, log, error = self._buffers()
+        request = (sm_arch, cudnn_version, tuple(arguments))
+        reply = self._replies.get(request, environment)
+        if reply is None:
+            reply = self._asked(request, environment)
+        backend, printed, failure = reply
+        if failure is not None:
+            raise QueryFailure(failure)
+        return backend, printed
+
+    def _asked(
+        self, request: tuple, environment: Callable[[str], str | None]
+    ) -> tuple[int, tuple[str, ...], str | None]:
+        """TE's own answer: the backend's value, the lines printed and the exception's message
+        (None: none thrown), kept with the variables read meanwhile."""
+        sm_arch, cudnn_version, arguments = request
+        machine, call = self._begin(sm_arch, cudnn_version, environment)
         status = self._query(
-            ctypes.byref(machine), *arguments, ctypes.byref(backend), log, BUFFER, error, BUFFER
+            ctypes.byref(machine),
+            *arguments,
+            ctypes.byref(call.backend),
+            call.log,
+            BUFFER,
+            call.error,
+            BUFFER,
         )
-        printed = tuple(line for line in log.value.decode(errors="replace").splitlines() if line)
-        if status != 0:
-            raise QueryFailure(error.value.decode(errors="replace"))
-        return backend.value, printed
+        printed = tuple(
+            line for line in call.log.value.decode(errors="replace").splitlines() if line
+        )
+        failure = call.error.value.decode(errors="replace") if status != 0 else None
+        reply = (call.backend.value, printed, failure)
+        self._replies.add(request, tuple(call.reads), reply)
+        return reply
 
-    def _callback(self, environment: Callable[[str], str | None]):
-        """`environment` as the C callback `getenv` reads through (kept alive here)."""
-        callback = self._callbacks.get(environment)
-        if callback is None:
+    def _begin(
+        self, sm_arch: int, cudnn_version: int, environment: Callable[[str], str | None]
+    ) -> tuple[_Machine, "_Call"]:
+        """The machine to pass, and this thread's buffers, reading `environment` from now."""
+        call = self._call
+        call.environment, call.reads = environment, []
+        return _Machine(sm_arch, cudnn_version, call.lookup), call
 
-            def lookup(name: bytes, buffer, size: int) -> int:
-                value = environment(name.decode())
-                if value is None:
-                    return -1
-                encoded = value.encode()[: size - 1]
-                ctypes.memmove(buffer, encoded, len(encoded))
-                return len(encoded)
 
-            callback = self._callbacks[environment] = EnvironmentLookup(lookup)
-        return callback
+class _Call(threading.local):
+    """One thread's buffers for the query's result, log and error (the trampoline writes the
+    log whole on every call and the error whenever it fails, so nothing of an earlier call is
+    read), and the environment and reads of its call in progress, which the C callback `getenv`
+    reads through (made once per thread, kept alive here)."""
 
-    def _buffers(self) -> tuple[ctypes.c_longlong, ctypes.Array, ctypes.Array]:
-        """This thread's result, log and error buffers."""
-        buffers = getattr(self._local, "buffers", None)
-        if buffers is None:
-            buffers = self._local.buffers = (
-                ctypes.c_longlong(),
-                ctypes.create_string_buffer(BUFFER),
-                ctypes.create_string_buffer(BUFFER),
-            )
-        return buffers
+    def __init__(self) -> None:
+        self.backend = ctypes.c_longlong()
+        self.log = ctypes.create_string_buffer(BUFFER)
+        self.error = ctypes.create_string_buffer(BUFFER)
+        self.environment: Callable[[str], str | None] = lambda _name: None
+        self.reads: list[tuple[str, str | None]] = []
+        self.lookup = EnvironmentLookup(self._lookup)
+
+    def _lookup(self, name: bytes, buffer, size: int) -> int:
+        decoded = name.decode()
+        value = self.environment(decoded)
+        self.reads.append((decoded, value))
+        if value is None:
+            return -1
+        encoded = value.encode()[: size - 1]
+        ctypes.memmove(buffer, encoded, len(encoded))
+        return len(encoded)
 
 
 @functools.lru_cache(maxsize=None)

@@ -28,7 +28,7 @@ from selector_patch.te_cxx.compiler import library, shared_library
 from selector_patch.te_cxx.errors import CxxError
 from selector_patch.te_cxx.query import QueryFailure
 from selector_patch.te_lib import seam, stubs, verdicts
-from selector_patch.te_lib.replies import Replies
+from selector_patch.te_cxx.replies import Replies
 from selector_patch.te_lib.unit import build, build_v2
 
 

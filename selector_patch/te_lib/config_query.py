@@ -6,7 +6,8 @@ are the configuration's attribute names in snake case: `qkv_dtype` is
 the trampoline (`query_v2.h`) sets each with the size the library reports. It answers the
 backend, what TE printed and TE's reject message, or says that the request reached cuDNN's
 own support check (the one step only a GPU answers), or raises `QueryFailure` with what TE
-threw. The callback and buffers are `FusedQuery`'s.
+threw. The callback and buffers are `FusedQuery`'s; the replies are kept by the caller
+(`client`), which asks through a pipe.
 """
 
 from __future__ import annotations
@@ -58,14 +59,15 @@ class ConfigQuery(FusedQuery):
             *(0 if real else int(value) for _, real, value in fields)
         )
         values = (ctypes.c_double * count)(*(float(value) for _, _, value in fields))
-        machine = _Machine(sm_arch, cudnn_version, self._callback(environment))
-        backend, log, error = self._buffers()
+        machine, call = self._begin(sm_arch, cudnn_version, environment)
         status = self._query(
             ctypes.byref(machine), count, attributes, reals, integers, values,
-            ctypes.byref(backend), self._message, BUFFER, log, BUFFER, error, BUFFER,
+            ctypes.byref(call.backend), self._message, BUFFER, call.log, BUFFER, call.error, BUFFER,
         )  # fmt: skip
-        printed = tuple(line for line in log.value.decode(errors="replace").splitlines() if line)
+        printed = tuple(
+            line for line in call.log.value.decode(errors="replace").splitlines() if line
+        )
         if status == 1:
-            raise QueryFailure(error.value.decode(errors="replace"))
+            raise QueryFailure(call.error.value.decode(errors="replace"))
         message = self._message.value.decode(errors="replace")
-        return backend.value, printed, message, status == ASKED_CUDNN
+        return call.backend.value, printed, message, status == ASKED_CUDNN
