@@ -23,6 +23,7 @@ own, which raise for anything that needs a GPU.
 from __future__ import annotations
 
 import importlib.metadata
+import operator
 import re
 from dataclasses import dataclass
 
@@ -64,7 +65,7 @@ class Machine:
         key = (
             scenario.compute_capability,
             scenario.cudnn_version,
-            tuple(getattr(scenario, field) for field in PACKAGE_FIELD.values()),
+            _PACKAGES(scenario),
             scenario.cutlass_dsl,
             scenario.flash_attn_3_source,
         )
@@ -107,6 +108,8 @@ class Machine:
 
 #: `Machine.of`'s machines by their fields.
 _MACHINES: dict[tuple, Machine] = {}
+#: A scenario's installed version of each flash-attn role, in `PACKAGE_FIELD`'s order.
+_PACKAGES = operator.attrgetter(*PACKAGE_FIELD.values())
 
 
 def _normalized(distribution: str) -> str:

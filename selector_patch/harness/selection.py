@@ -154,7 +154,7 @@ def interpret(
         flash_version = scenario.flash_attn_3 if role == "FA3" else scenario.flash_attn_2
     available = result[layout.position[AVAILABLE]]
     try:
-        available = tuple(bool(x) for x in available)
+        available = tuple(map(bool, available))
     except TypeError:
         raise UnreadableResult(f"returned {AVAILABLE}={available!r}, not a list") from None
     fused_backend = (
