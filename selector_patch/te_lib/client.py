@@ -68,9 +68,9 @@ class LibraryQuery:
         self._where = path
         self._lock = threading.Lock()
         self._replies = Replies()
-        #: Each distinct request's line to the helper, and (TE 2.20+) its verdict key.
-        self._lines: dict[tuple, str] = {}
-        self._keys: dict[tuple, verdicts.Key] = {}
+        #: Each distinct request's line to the helper and its verdict key (TE 2.20+'s verdicts
+        #: are kept by it), made once.
+        self._requests: dict[tuple, tuple[str, verdicts.Key]] = {}
         spec = {
             "stubs": [str(stub) for stub in stubs.build(path)] if stubbed else [],
             "library": str(path),
@@ -134,26 +134,33 @@ class LibraryQuery:
         """The backend's value and the lines TE printed (TE 2.20+: also the reject message and
         whether cuDNN's check was reached); `QueryFailure` when TE threw."""
         with self._lock:
-            request = self._request(sm_arch, cudnn_version, arguments)
+            request, key = self._request(sm_arch, cudnn_version, arguments)
             reply = self._replies.get(request, environment)
             if reply is None:
                 reply = self._asked(request, environment)
             if "error" in reply:
                 raise QueryFailure(reply["error"])
-            return self._answered(sm_arch, cudnn_version, arguments, *reply["answer"])
+            return self._answered(key, *reply["answer"])
 
-    def _request(self, sm_arch: int, cudnn_version: int, arguments: Sequence[object]) -> str:
-        """The request's line to the helper, made once per distinct request where the arguments
-        are a key (TE 2.20+'s settings, a tuple), else each time (`memo.once`)."""
+    def _request(
+        self, sm_arch: int, cudnn_version: int, arguments: Sequence[object]
+    ) -> tuple[str, verdicts.Key | None]:
+        """The request's line to the helper, and its verdict key where the query is TE 2.20+'s;
+        made once per distinct request where the arguments are a key (TE 2.20+'s settings, a
+        tuple), else each time (`memo.once`)."""
         return once(
-            self._lines,
+            self._requests,
             (sm_arch, cudnn_version, arguments),
-            lambda: self._line(sm_arch, cudnn_version, arguments),
+            lambda: self._made(sm_arch, cudnn_version, arguments),
         )
 
-    @staticmethod
-    def _line(sm_arch: int, cudnn_version: int, arguments: Sequence[object]) -> str:
-        return json.dumps({"machine": [sm_arch, cudnn_version], "arguments": list(arguments)})
+    def _made(
+        self, sm_arch: int, cudnn_version: int, arguments: Sequence[object]
+    ) -> tuple[str, verdicts.Key | None]:
+        line = json.dumps({"machine": [sm_arch, cudnn_version], "arguments": list(arguments)})
+        if self.parameters is not None:
+            return line, None
+        return line, verdicts.key(sm_arch, cudnn_version, arguments)
 
     def _asked(self, request: str, environment: Callable[[str], str | None]) -> dict:
         """The helper's reply to `request`, answering the variables TE reads meanwhile from
@@ -169,17 +176,13 @@ class LibraryQuery:
             reads.append((reply["environment"], value))
             self._write(json.dumps({"value": value}))
 
-    def _answered(self, sm_arch, cudnn_version, arguments, backend, printed, *v2):
+    def _answered(self, request: verdicts.Key | None, backend, printed, *v2):
         """The answer as the caller takes it; TE 2.20+'s with cuDNN's verdict from the recorded
         file where it holds the request, else counted as assumed."""
         if not v2:
             return backend, tuple(printed)
         message, asked = v2
-        request = self.last_request = once(
-            self._keys,
-            (sm_arch, cudnn_version, arguments),
-            lambda: verdicts.key(sm_arch, cudnn_version, arguments),
-        )
+        self.last_request = request
         if self.recorded is not None:
             self.recorded[request] = (backend, message)
         found = self._verdicts.lookup(*request) if asked and self._verdicts else None
