@@ -179,7 +179,7 @@ class PrivateImports:
         return module
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1024)  # code objects: a session cycles through 29 releases' files
 def _definitions(
     text: str, filename: str, functions: tuple[str, ...]
 ) -> tuple[types.CodeType, tuple[str, ...]]:

@@ -64,8 +64,13 @@ def _is_standard_library(node: ast.stmt) -> bool:
     )
 
 
-def _function_defs(path: Path, names: tuple[str, ...] | None) -> list[ast.FunctionDef]:
-    tree = ast.parse(read_text(path), str(path))
+def _parsed(path: Path) -> ast.Module:
+    """The kernel module's tree, parsed once per module built (what it defines, its standard
+    imports and its decisions are all read from it)."""
+    return ast.parse(read_text(path), str(path))
+
+
+def _function_defs(tree: ast.Module, names: tuple[str, ...] | None) -> list[ast.FunctionDef]:
     return [
         node
         for node in tree.body
@@ -73,16 +78,14 @@ def _function_defs(path: Path, names: tuple[str, ...] | None) -> list[ast.Functi
     ]
 
 
-def _standard_imports(path: Path) -> list[ast.stmt]:
-    return [
-        node for node in ast.parse(read_text(path), str(path)).body if _is_standard_library(node)
-    ]
+def _standard_imports(tree: ast.Module) -> list[ast.stmt]:
+    return [node for node in tree.body if _is_standard_library(node)]
 
 
-def _defined_names(path: Path) -> frozenset[str]:
+def _defined_names(tree: ast.Module) -> frozenset[str]:
     """The names a module's body binds: what `from module import name` can find."""
     names = set()
-    for node in ast.parse(read_text(path), str(path)).body:
+    for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -100,10 +103,12 @@ class KernelModule(OpaqueModule):
     """A kernel module's stand-in: its `decisions` real, its other names opaque, and nothing
     that the module does not define."""
 
-    def __init__(self, name: str, path: Path, decisions: dict[str, types.FunctionType]) -> None:
+    def __init__(
+        self, name: str, path: Path, tree: ast.Module, decisions: dict[str, types.FunctionType]
+    ) -> None:
         super().__init__(name, decisions)
         self.__file__ = str(path)
-        self._defined = _defined_names(path)
+        self._defined = _defined_names(tree)
 
     def __getattr__(self, name: str):
         if name not in self.__dict__["_defined"]:
@@ -117,11 +122,13 @@ def provide(distribution: str, version: str, root: Path) -> None:
     fa4_interface.cache_clear()
 
 
-def _defined(nodes: list[ast.FunctionDef], path: Path) -> dict[str, types.FunctionType]:
+def _defined(
+    nodes: list[ast.FunctionDef], tree: ast.Module, path: Path
+) -> dict[str, types.FunctionType]:
     """Run the function definitions alone, after their module's standard-library imports, in a
     namespace of builtins and torch (defaults such as `qkv_dtype=torch.bfloat16` name it)."""
     namespace: dict = {"__builtins__": builtins, "__name__": path.stem, "torch": torch}
-    module = ast.Module([*_standard_imports(path), *nodes], [])
+    module = ast.Module([*_standard_imports(tree), *nodes], [])
     exec(compile(module, str(path), "exec"), namespace)
     return {node.name: namespace[node.name] for node in nodes}
 
@@ -131,7 +138,9 @@ def fa4_interface(version: str) -> KernelModule:
     """`flash_attn.cute.interface` of flash-attn-4 `version`: its own `_validate_head_dims`."""
     root = _PROVIDED.get((FA4_DISTRIBUTION, version)) or wheel_tree(FA4_DISTRIBUTION, version)
     path = root / "flash_attn" / "cute" / "interface.py"
-    return KernelModule(FA4_INTERFACE, path, _defined(_function_defs(path, FA4_DECISIONS), path))
+    tree = _parsed(path)
+    decisions = _defined(_function_defs(tree, FA4_DECISIONS), tree, path)
+    return KernelModule(FA4_INTERFACE, path, tree, decisions)
 
 
 def _signature_only(node: ast.FunctionDef, where: str) -> ast.FunctionDef:
@@ -154,8 +163,9 @@ def fa3_interface(name: str, source: str) -> KernelModule:
     """FA3's interface module as built from flash-attention `source`'s `hopper/`."""
     path = sdist_tree("flash-attn", source, SKIP_BUILD) / FA3_SOURCE_FILE
     where = f"FA3 from flash-attn {source}"
-    definitions = [_signature_only(node, where) for node in _function_defs(path, None)]
-    return KernelModule(name, path, _defined(definitions, path))
+    tree = _parsed(path)  # its definitions are made stand-ins in place: this build's own tree
+    definitions = [_signature_only(node, where) for node in _function_defs(tree, None)]
+    return KernelModule(name, path, tree, _defined(definitions, tree, path))
 
 
 def kernel_module(

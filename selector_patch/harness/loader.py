@@ -24,8 +24,10 @@ result carries.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
+import functools
 import inspect
 import threading
 import types
@@ -36,7 +38,7 @@ import torch
 
 from selector_patch import scoped_env
 from selector_patch.harness.calling import call_selector, input_names
-from selector_patch.harness.compiled import compiled, parsed
+from selector_patch.harness.compiled import compiled
 from selector_patch.harness.device import Machine, MetadataView, TorchView, VirtualDevice
 from selector_patch.harness.extension import (
     extension_module,
@@ -59,7 +61,7 @@ from selector_patch.harness.opaque import OpaqueModule
 from selector_patch.harness.params import PARAMS, Unrepresentable, attention_params_kwargs
 from selector_patch.harness.recipes import PYDANTIC_DATACLASSES, fp8_te_dtype
 from selector_patch.harness.pinning import ModuleState, pins_packages
-from selector_patch.harness.returns import return_layout
+from selector_patch.harness.returns import Layout, return_layout
 from selector_patch.harness.selection import Selection, UnreadableResult, interpret
 from selector_patch.harness.wiring import Wiring, find_wiring
 from selector_patch.roles import ROLES
@@ -70,6 +72,16 @@ SELECTOR = "get_attention_backend"
 #: TE computes its log level at import from these; the harness always wants the debug lines.
 IMPORT_ENV = {"NVTE_DEBUG": "1", "NVTE_DEBUG_LEVEL": "2"}
 ENV_PREFIX = "NVTE_"
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape(text: str, filename: str) -> tuple[bool, Layout | None]:
+    """What the harness reads of a selector's source: whether it unpacks the fused query's
+    reject message, and how its returns name their items. Kept per text, not the tree: a session
+    loads some 100 selectors (releases, their guarded copies, a fuzzer's rewrites) again and
+    again, and TE 2.20.2's tree is some 5 MB."""
+    tree = ast.parse(text, filename)
+    return returns_reject_message(tree), return_layout(tree, SELECTOR)
 
 
 def _autograd(backward: bool) -> ContextManager[None]:
@@ -103,17 +115,15 @@ class LoadedSelector:
         self.te_version = source.te_version
         self.text = text
         try:
-            tree = parsed(text, str(self.path))
+            two_results, self._layout = _shape(text, str(self.path))
         except SyntaxError as error:
             raise LoadError(
                 self.path, f"syntax error on line {error.lineno}: {error.msg}"
             ) from None
-        two_results = returns_reject_message(tree)
         self._query, self._assumption = (
             (query, None) if query is not None else fused_query(source, te_cxx, two_results)
         )
         self._code = compiled(text, str(self.path))
-        self._layout = return_layout(tree, SELECTOR)
         self._package = dotted_name(source.position, source.root).rpartition(".")[0]
         self._lock = threading.Lock()
         self._sink = LogSink()

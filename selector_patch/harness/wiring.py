@@ -106,7 +106,7 @@ def find_wiring(selector: Path, root: Path | None) -> Wiring | None:
     return None
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=256)  # no tree is kept: a session cycles through 29 releases
 def _wiring(path: Path, package: str, text: str) -> Wiring | None:
     """The wiring in `text`, the file at `path`, if it imports `FlashAttentionUtils`: parsed
     and compiled once per text (every load of a selector reads it, see `compiled`)."""
