@@ -154,12 +154,27 @@ def shared_file(tmp_path_factory) -> Callable[[str, Callable[[], bytes]], Path]:
     return get
 
 
+def alone(release, tmp_path: Path, version: str) -> Path:
+    """The release's selector as `upstream.py`, in an empty directory (`git show REV:path >
+    upstream.py`): `sources` places it in the release's tree (`test_loose_file`)."""
+    directory = tmp_path / version
+    directory.mkdir()
+    path = directory / "upstream.py"
+    path.write_bytes(release(version).path.read_bytes())
+    return path
+
+
 @pytest.fixture(scope="session")
-def own_selection(shared_file, load_te_selector, release) -> Callable[[str], tuple[str, str]]:
+def own_selection(
+    shared_file, load_te_selector, release, tmp_path_factory
+) -> Callable[[str], tuple[str, str]]:
     """`own_selection("2.20.2")`: the snapshot text of the release's selection over its own grid,
-    twice: asked of the session's loaded selector (the plugin's) and of a load of its own. Each
+    twice, from two loads: the session's loaded selector (the plugin's) and the release's
+    selector file alone (`alone`), a load of its own that must answer as the release does. Each
     is a whole grid (tens of seconds on the newest releases), taken once per test run for the
-    tests that judge it (`test_snapshot`, `test_selection_diff`)."""
+    tests that judge it (`test_snapshot`, `test_selection_diff`, `test_loose_file`). The second
+    load serves both the two-loads check and the file-alone one (`test_loose_file`), which
+    would otherwise ask the grid a third time."""
     from selector_patch.harness import load_selector
     from selector_patch.snapshot import take
 
@@ -169,7 +184,9 @@ def own_selection(shared_file, load_te_selector, release) -> Callable[[str], tup
         if version not in texts:
             loads = {
                 "session": lambda: load_te_selector(version).loaded,
-                "own": lambda: load_selector(release(version)),
+                "alone": lambda: load_selector(
+                    alone(release, tmp_path_factory.mktemp("alone"), version)
+                ),
             }
             texts[version] = tuple(
                 shared_file(

@@ -11,27 +11,19 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import alone
 from packaging.version import Version
 from test_flake8_sweep import flake8
 
 from codemods.apply import main as codemod
 from selector_patch.harness import load_selector
 from selector_patch.scenario import Scenario
-from selector_patch.snapshot import parse, take
+from selector_patch.snapshot import parse
 from selector_patch.sources import CORPUS_RELEASES, resolve
 from selector_patch.verify import verify
 
 #: The releases with an FA4 path, whose hazards differ most between a tree and a file alone.
 FA4_RELEASES = [v for v in CORPUS_RELEASES if Version(v) >= Version("2.15.0")]
-
-
-def alone(release, tmp_path: Path, version: str) -> Path:
-    """The release's selector as `upstream.py`, in an empty directory."""
-    directory = tmp_path / version
-    directory.mkdir()
-    path = directory / "upstream.py"
-    path.write_bytes(release(version).path.read_bytes())
-    return path
 
 
 def check(target: list[str], capsys) -> tuple[int, list]:
@@ -73,9 +65,10 @@ def test_flake8_on_files_alone_is_as_on_the_releases(release, tmp_path):
         assert codes[0] == codes[1] and codes[0]
 
 
-def test_a_snapshot_of_a_file_alone_is_the_releases(release, own_selection, tmp_path):
-    loose = parse(take(load_selector(alone(release, tmp_path, "2.20.2"))).to_text(), "loose")
-    released = parse(own_selection("2.20.2")[1], "release")
+def test_a_snapshot_of_a_file_alone_is_the_releases(own_selection):
+    """The session's load of the release against the file alone (`own_selection`'s two)."""
+    release_text, loose_text = own_selection("2.20.2")
+    released, loose = parse(release_text, "release"), parse(loose_text, "loose")
     assert (loose.te_version, loose.selector) == ("2.20.2", "upstream.py")
     assert loose.grid == released.grid
     assert loose.outcomes == released.outcomes

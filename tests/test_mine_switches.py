@@ -107,17 +107,23 @@ def test_a_switch_unset_through_te_decides_the_refusal():
 ENV_WRITE = re.compile(r"os\.environ\[|os\.putenv|environ\.setdefault|environ\.update")
 
 
-@pytest.mark.parametrize("te", ["2.15.0", "2.18.0", "2.19.0", "2.20.2"])
-def test_te_sets_none_of_the_variables_the_switches_read(te, release):
-    """TE's callers of flash-attn-4 pass arguments only: no write to `os.environ` names a
-    variable a 4.0.0b36 or 4.0.0b24 switch reads."""
-    variables = {
+@pytest.fixture(scope="module")
+def variables() -> set[str]:
+    """The variables a 4.0.0b24 or 4.0.0b36 switch reads: the same for every release of TE
+    asked, and read once (it parses every file of both kernels, seconds)."""
+    return {
         variable
         for version in ("4.0.0b24", "4.0.0b36")
         for path in from_release(version).files()
         for switch in switches([ast.parse(read_text(path))]).values()
         for variable in switch.variables
     }
+
+
+@pytest.mark.parametrize("te", ["2.15.0", "2.18.0", "2.19.0", "2.20.2"])
+def test_te_sets_none_of_the_variables_the_switches_read(te, variables, release):
+    """TE's callers of flash-attn-4 pass arguments only: no write to `os.environ` names a
+    variable a 4.0.0b36 or 4.0.0b24 switch reads."""
     assert "FLASH_ATTENTION_HD256_GENERIC_BWD" in variables
     directory = release(te).path.parent
     for name in CALLER_FILES:

@@ -182,8 +182,9 @@ DIALECTS = ("1.9.0.post1", "1.12.0", "2.1.0", "2.2.0", "2.14.1", "2.17.1", "2.20
 
 @pytest.mark.parametrize("version", DIALECTS)
 def test_a_release_against_itself_differs_nowhere(version, own_selection) -> None:
-    """Two loads, two runs (the snapshots `own_selection` takes, which `test_snapshot` judges
-    too on 2.20.2), the grid of a selector beside itself being its own."""
+    """Two loads, two runs (the snapshots `own_selection` takes: the release's and its selector
+    file alone's, which `test_snapshot` and `test_loose_file` judge too on 2.20.2), the grid of
+    a selector beside itself being its own."""
     a, b = (Side.of_snapshot(parse(text, version), version) for text in own_selection(version))
     report = diff(a, b)
     assert report["differences"] == [] and report["differing"] == 0

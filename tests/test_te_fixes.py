@@ -12,6 +12,7 @@ so it is shown on the newest release whose own fused answer the suite runs.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import subprocess
 import sys
@@ -155,6 +156,14 @@ def codemod_of(release):
     return get
 
 
+@functools.lru_cache(maxsize=None)
+def black_formatted(text: str) -> str:
+    """`text` as black lays it out, once per text: TE's fixes share their last release lacking
+    the fix (seven of them 2.19.0), so the codemod's result too, and black takes a second or two
+    on a whole selector."""
+    return black.format_str(text, mode=black.Mode(line_length=100))
+
+
 @pytest.mark.parametrize("hazard", STATIC, ids=[hazard.id for hazard in STATIC])
 def test_after_the_codemod_the_last_release_lacking_the_fix_filters_it(
     hazard, codemod_of, load_te_selector
@@ -169,7 +178,7 @@ def test_after_the_codemod_the_last_release_lacking_the_fix_filters_it(
     report = verify_hazard(selector, hazard)
     assert report.witnesses and not report.reachable, report.summary()
     assert_controls_kept(selector, load_te_selector(version).loaded, hazard)
-    assert black.format_str(patched, mode=black.Mode(line_length=100)) == patched
+    assert black_formatted(patched) == patched
 
 
 #: #2432's FA3 filter (TE 2.15), which TE 1.11 - 2.1 need on their module global.
