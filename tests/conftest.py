@@ -69,21 +69,26 @@ def release() -> Callable[[str], SelectorSource]:
 
 
 class CodemodResult:
-    """A release's selector before and after `codemods.apply.transform`, the result loaded in the
-    harness, each once per session, and the selection diff of the two, once per test run (the
-    diff asks both selectors some 100,000 requests on the newest releases, and two test modules
-    judge it: `shared_file`)."""
+    """A release's selector before and after `codemods.apply.transform` and the selection diff of
+    the two, each once per test run (a transform plans every hazard and proves its result, the
+    diff asks both selectors some 100,000 requests on the newest releases, and each worker's
+    tests judge them: `shared_file`), and the result loaded in the harness, once per session."""
 
     def __init__(self, source: SelectorSource, shared_file, load_te_selector) -> None:
-        from codemods.apply import transform
-        from selector_patch.registry import HAZARDS
-
         self.source = source
         self.original = source.path.read_text()
-        self.result, self.statuses = transform(self.original, HAZARDS)
+        name = f"transform-{source.te_version}.pickle"
+        made = shared_file(name, lambda: pickle.dumps(self._transform()))
+        self.result, self.statuses = pickle.loads(made.read_bytes())
         self._shared_file = shared_file
         self._load_te_selector = load_te_selector
         self._report: dict | None = None
+
+    def _transform(self) -> tuple[str, dict[str, str]]:
+        from codemods.apply import transform
+        from selector_patch.registry import HAZARDS
+
+        return transform(self.original, HAZARDS)
 
     @functools.cached_property
     def selector(self) -> "LoadedSelector":
