@@ -74,12 +74,13 @@ IMPORT_ENV = {"NVTE_DEBUG": "1", "NVTE_DEBUG_LEVEL": "2"}
 ENV_PREFIX = "NVTE_"
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=256)
 def _shape(text: str, filename: str) -> tuple[bool, Layout | None]:
     """What the harness reads of a selector's source: whether it unpacks the fused query's
-    reject message, and how its returns name their items. Kept per text, not the tree: a session
-    loads some 100 selectors (releases, their guarded copies, a fuzzer's rewrites) again and
-    again, and TE 2.20.2's tree is some 5 MB."""
+    reject message, and how its returns name their items. Kept per text, as its code is
+    (`compiled`, whose keys hold the same texts), not the tree: a session loads some 100
+    selectors (releases, their guarded copies, a fuzzer's rewrites) again and again, and TE
+    2.20.2's tree is some 5 MB."""
     tree = ast.parse(text, filename)
     return returns_reject_message(tree), return_layout(tree, SELECTOR)
 
