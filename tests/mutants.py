@@ -31,12 +31,20 @@ from __future__ import annotations
 import ast
 import builtins
 import collections
-import copy
 import itertools
+import pickle
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from selector_patch.roles import ROLES
+
+
+def _copied(function: ast.FunctionDef) -> ast.FunctionDef:
+    """A deep copy of the selector's definition to rewrite, made by a pickle round trip: the
+    same nodes and positions as `copy.deepcopy`'s, at a third of its cost (a fuzz example makes
+    one of TE 2.20.2's 1,460-line selector)."""
+    return pickle.loads(pickle.dumps(function, protocol=pickle.HIGHEST_PROTOCOL))
+
 
 #: Every name a TE dialect uses for a flash backend's on/off flag (the registry's backends);
 #: `use_flash_attention` is FA2's in TE 1.x - 2.1 and the gate FA2 - FA4 are `and`-ed with after.
@@ -479,7 +487,7 @@ def mutate(module: ast.Module, function_name: str, mutations: list[Mutation]) ->
         for i, node in enumerate(module.body)
         if isinstance(node, ast.FunctionDef) and node.name == function_name
     )
-    function = copy.deepcopy(original)
+    function = _copied(original)
     applied, descriptions = [], []
     for mutation in mutations:
         sites = OPERATORS[mutation.operator](function)
@@ -941,7 +949,7 @@ def respell(module: ast.Module, function_name: str, rewrites: list[Mutation]) ->
         for i, node in enumerate(module.body)
         if isinstance(node, ast.FunctionDef) and node.name == function_name
     )
-    function = copy.deepcopy(original)
+    function = _copied(original)
     prelude: list[ast.stmt] = []
     taken = {name for node in module.body for name in _bound_at_top(node)}
     operators = spellings(prelude, taken)
