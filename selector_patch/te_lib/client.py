@@ -6,8 +6,8 @@ the backend's value and TE's printed lines or raising `QueryFailure`), for a rel
 is not at hand but whose compiled library is (`fetch`). It builds what the helper process loads
 (the trampoline from the release's headers, the stubs generated from the library, the virtual
 machine), starts the process once and keeps it for the session; calls from several threads take
-turns. A request asked again is answered from the replies kept (`replies`), with no round trip.
-The process ends when this one does (its input is closed at exit, or closes with it).
+turns. A request asked again is answered from the replies kept (`te_cxx.replies`), with no round
+trip. The process ends when this one does (its input is closed at exit, or closes with it).
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ class LibraryQuery:
 
     def _asked(self, request: str, environment: Callable[[str], str | None]) -> dict:
         """The helper's reply to `request`, answering the variables TE reads meanwhile from
-        `environment`; kept with those reads (`replies`)."""
+        `environment`; kept with those reads (`te_cxx.replies`)."""
         self._write(request)
         reads = []
         while True:
