@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import torch
 
 from selector_patch.harness.eager import EagerCompiler, eager
+from selector_patch.harness.grad_state import GradWatch
 from selector_patch.registry import PACKAGE_FIELD
 from selector_patch.scenario import Scenario
 from selector_patch.views import ModuleView
@@ -233,12 +234,14 @@ def _accept_registration(*args, **_kwargs):
     return lambda function: function
 
 
-class TorchView(ModuleView):
+class TorchView(ModuleView, GradWatch):
     """`torch` as seen on the virtual device: real except `torch.cuda`, `torch.library` and the
-    compiler entry points (`torch.compile`, `torch.compiler`), which run eagerly (`eager`)."""
+    compiler entry points (`torch.compile`, `torch.compiler`), which run eagerly (`eager`); what
+    tells autograd's state is counted (`GradWatch`)."""
 
     def __init__(self, device: VirtualDevice) -> None:
         super().__init__(torch)
+        GradWatch.__init__(self)
         self.cuda = CudaView(device)
         self.library = UnregisteredLibrary()
         self.compile = eager

@@ -37,6 +37,7 @@ from typing import Any, Callable, ContextManager, Iterator, Mapping
 import torch
 
 from selector_patch import scoped_env
+from selector_patch.bytecode import reached_functions
 from selector_patch.harness.calling import call_selector, input_names
 from selector_patch.harness.compiled import compiled
 from selector_patch.harness.device import Machine, MetadataView, TorchView, VirtualDevice
@@ -46,6 +47,7 @@ from selector_patch.harness.extension import (
     returns_reject_message,
 )
 from selector_patch.harness.failures import LoadError, SelectionError, describe, located
+from selector_patch.harness.grad_state import names_it
 from selector_patch.harness.config_fields import VERDICT_ASSUMED
 from selector_patch.harness.fused_sources import fused_query, verdicts_note
 from selector_patch.harness.imports import (
@@ -136,10 +138,11 @@ class LoadedSelector:
                 self._imports.modules[EXTENSION].DType, *args, **kwargs
             ),
         }
+        self._torch = TorchView(self._device)
         self._imports = PrivateImports(
             source.root,
             views={
-                "torch": TorchView(self._device),
+                "torch": self._torch,
                 "os": scoped_env.OS_VIEW,
                 "pydantic.dataclasses": PYDANTIC_DATACLASSES,
                 "logging": LoggingView(self._sink),
@@ -187,8 +190,22 @@ class LoadedSelector:
         ):
             namespace = self._pin(scenario).__dict__
             fields = self._fields(namespace.get(PARAMS))
+            self._torch.told(fields)
             kwargs = attention_params_kwargs(scenario, fields, namespace, params)
             return self._run(namespace, kwargs, scenario)
+
+    @functools.cached_property
+    def backward_unseen(self) -> bool:
+        """Whether the selector, and the functions of its module it calls, name nothing that
+        tells autograd's state (`grad_state`): then only what `grad_reads` counts can tell it a
+        backward will run."""
+        selector = inspect.unwrap(self.module.__dict__[SELECTOR])
+        return not any(names_it(function.__code__) for function in reached_functions(selector))
+
+    @property
+    def grad_reads(self) -> int:
+        """How many times a selection has been told autograd's state so far (`GradWatch`)."""
+        return self._torch.reads
 
     def _fields(self, params_class: Any) -> tuple[str, ...]:
         """The fields `DotProductAttention` fills: the release's, and the signals a runtime

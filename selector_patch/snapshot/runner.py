@@ -23,6 +23,8 @@ from selector_patch.testing.inputs import request_of
 
 #: What a selection is taken to have read where its reads are not recorded.
 READ_EVERY = frozenset((EVERY,))
+#: Read by a selection that was told whether a backward will run (`harness.grad_state`).
+BACKWARD = "(backward)"
 
 if TYPE_CHECKING:
     from selector_patch.harness import LoadedSelector
@@ -75,6 +77,7 @@ class Asker:
         # The `os` the selector reads its variables through (`scoped_env.OsView`); a module
         # that reads them some other way gets no twin answers (every read is taken as made).
         self._recording = getattr(loaded.module.__dict__.get("os"), "recording", None)
+        self._backward_unseen = loaded.backward_unseen
 
     def row(self, index: int) -> tuple["Scenario", dict[str, Any]] | str:
         """The row's request, or why this release cannot take it."""
@@ -116,6 +119,7 @@ class Asker:
             row,
             {ARCHITECTURE: configuration.architecture, **MODES[configuration.mode], "env": env},
         )
+        told = self.loaded.grad_reads
         with self._record() as read:
             try:
                 selection = self.loaded.select(scenario, params)
@@ -130,6 +134,8 @@ class Asker:
                 outcome = self.reader.failed(unrepresentable=failure_text(error))
             else:
                 outcome = self.reader.outcome(selection)
+        if not self._backward_unseen or self.loaded.grad_reads != told:
+            return outcome, frozenset((*read, BACKWARD))
         return outcome, frozenset(read)
 
     def _record(self) -> ContextManager[AbstractSet[str]]:
@@ -165,21 +171,37 @@ def _twins(settings: list[tuple[bool, ...]], names: list[str]) -> list[list[tupl
     return twins
 
 
+def _mode_twins(modes: tuple[str, ...]) -> dict[str, str]:
+    """Per mode, an earlier one that differs from it in the backward alone (forward-only's is
+    eval with a backward): a selection never told the backward answers both."""
+    twins = {}
+    for position, mode in enumerate(modes):
+        for earlier in modes[:position]:
+            if {**MODES[earlier], "backward": None} == {**MODES[mode], "backward": None}:
+                twins[mode] = earlier
+    return twins
+
+
 def run(
     loaded: "LoadedSelector", grid: Grid, advance: Callable[[int], None] = lambda _count: None
 ) -> list[Outcome]:
     """Every configuration's outcome, in the grid's order; `advance(n)` after each `n` done.
 
     The grid's order puts every switch's "on" before its "off", so a request's twins (`_twins`)
-    are always answered first; only the answers of the current architecture and mode are kept.
+    are always answered first, and its modes in `MODES`' order, so its twin in a mode that
+    differs in the backward alone (`_mode_twins`) too; only the answers of the current
+    architecture are kept.
     """
     asker = Asker(loaded, grid)
     settings = grid.settings()
     twins = _twins(settings, [switch.name for switch in grid.switches])
+    mode_twins = _mode_twins(grid.modes)
     outcomes = []
     for architecture in grid.architectures:
+        by_mode: dict[str, dict[tuple[int, int], tuple[Outcome, frozenset[str]]]] = {}
         for mode in grid.modes:
-            answered: dict[tuple[int, int], tuple[Outcome, frozenset[str]]] = {}
+            answered = by_mode[mode] = {}
+            backward_twin = by_mode.get(mode_twins.get(mode), {})
             for index, setting in enumerate(settings):
                 for row in grid.rows_of(setting):
                     answer = None
@@ -188,6 +210,10 @@ def run(
                         if known is not None and name not in known[1] and EVERY not in known[1]:
                             answer = known
                             break
+                    if answer is None:
+                        known = backward_twin.get((index, row))
+                        if known is not None and BACKWARD not in known[1]:
+                            answer = known
                     if answer is None:
                         configuration = Configuration(architecture, mode, setting, row)
                         answer = asker.ask(configuration)
