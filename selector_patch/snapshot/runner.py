@@ -103,7 +103,8 @@ class Asker:
         return {s.name: s.off for s, on in zip(self.grid.switches, switches) if not on}
 
     def ask(self, configuration: Configuration) -> tuple[Outcome, frozenset[str]]:
-        """The outcome, and the `NVTE_*` variables the selection read."""
+        """The outcome, and the `NVTE_*` variables the selection read (and `BACKWARD` where
+        it may have been told that a backward will run)."""
         Unrepresentable, SelectionError, LoadError = self._failures
         request = self.row(configuration.row)
         if isinstance(request, str):
