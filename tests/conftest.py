@@ -9,7 +9,9 @@ once per session; `.loaded` is the harness's `LoadedSelector`. Tests that change
 
 from __future__ import annotations
 
+import ast
 import functools
+import hashlib
 import os
 import pickle
 import shutil
@@ -155,6 +157,68 @@ def shared_file(tmp_path_factory) -> Callable[[str, Callable[[], bytes]], Path]:
             if not path.exists():
                 replace_atomically(path, make())
         return path
+
+    return get
+
+
+def _shape(calls) -> tuple:
+    """TE's FA4 calls without their lines: what decides the cases mined through them."""
+    from lint_plugin.mine.cute.kernel import BACKEND
+
+    return tuple(
+        (
+            call.function,
+            tuple(sorted((name, ast.dump(value)) for name, value in call.keywords.items())),
+            tuple(ast.dump(argument) for argument in call.positional),
+            call.starred,
+        )
+        for call in calls
+        if call.backend == BACKEND
+    )
+
+
+@pytest.fixture(scope="session")
+def mined_kernel(release, shared_file) -> Callable[..., object]:
+    """`mined_kernel("flash-attn-4", "4.0.0b36", "2.20.2")`: what the miner returns for a
+    flash-attn-4 release through TE's calls (`cute.mine`, a list of cases), and
+    `mined_kernel("flash-attn", "2.8.3")` for a flash-attn release (`cuda.mine`, its `Mined`; it
+    reads no TE calls). Mining a flash-attn-4 release costs some 10 s of CPU and several modules
+    mine the same pairs (`test_mine_release`, `test_fa4_sm8x`, `test_mine_after_codemod`,
+    `test_mine_cuda_release`), so each is mined once per test run (`shared_file`), keyed by the
+    kernel's version and the shape of TE's calls into it (`_shape`): releases whose calls pass
+    the same parameters the same way get the same cases (only the cited lines differ)."""
+    calls_of: dict[str, tuple] = {}
+    found: dict[tuple, object] = {}
+
+    def make(distribution: str, version: str, calls) -> bytes:
+        if calls is None:
+            from lint_plugin.mine.cuda import mine
+            from lint_plugin.mine.cuda.source import from_release
+
+            return pickle.dumps(mine(from_release(version)))
+        from lint_plugin.mine.cute import mine
+        from lint_plugin.mine.cute.kernel import from_release
+
+        return pickle.dumps(mine(from_release(version), calls))
+
+    def get(distribution: str, version: str, te: str | None = None):
+        from lint_plugin.mine.cute.kernel import DISTRIBUTION
+        from lint_plugin.mine.te_calls import kernel_calls
+
+        calls = None
+        if distribution == DISTRIBUTION:
+            if te not in calls_of:
+                calls_of[te] = kernel_calls(release(te))
+            calls = calls_of[te]
+        key = (distribution, version, None if calls is None else _shape(calls))
+        if key not in found:
+            digest = hashlib.sha256(repr(key).encode("utf-8")).hexdigest()[:16]
+            path = shared_file(
+                f"mined-{distribution}-{version}-{digest}.pickle",
+                lambda: make(distribution, version, calls),
+            )
+            found[key] = pickle.loads(path.read_bytes())
+        return found[key]
 
     return get
 

@@ -39,10 +39,7 @@ from packaging.version import Version
 
 from codemods.apply import transform
 from lint_plugin.mine.crosscheck import GUARDED, UNGUARDED, Judges, crosscheck
-from lint_plugin.mine.cute import mine
-from lint_plugin.mine.cute.kernel import from_release
 from lint_plugin.mine.declare import declarations
-from lint_plugin.mine.te_calls import kernel_calls
 from selector_patch.registry import FA4_INTERFACE, HAZARDS, SM8X, get_hazard
 from selector_patch.scenario import Scenario
 from selector_patch.sources import CORPUS_RELEASES, wheel_tree
@@ -213,15 +210,18 @@ def test_flake8_reports_tea005_on_the_unpatched_selectors_only(release, tmp_path
     assert not [version for version, path in patched.items() if "TEA005" in codes[str(path)]]
 
 
-def test_the_miner_names_the_refusal_tea005_and_finds_it_guarded_after_the_codemod(release):
+def test_the_miner_names_the_refusal_tea005_and_finds_it_guarded_after_the_codemod(
+    release, mined_kernel
+):
     """`python -m lint_plugin.mine --te 2.18.0 --flash-attn-4 4.0.0b24`, as data: UNGUARDED on
     SM 8.x in TE's default environment, the registry's TEA005 (nothing new to declare), and
     guarded on the codemod's selector. sm70 and sm75 are not TEA005's: FA4's forward refuses
     them for any call, and TE keeps FA4 off there."""
     te = release("2.18.0")
     # through TE's calls, as the command mines: 2.18 passes FA4 no seqused, so the head-dim-256
-    # seqused asserts (TEA006 / TEA007 on 2.19+) are unreachable through it
-    found = mine(from_release("4.0.0b24"), kernel_calls(te))
+    # seqused asserts (TEA006 / TEA007 on 2.19+) are unreachable through it; mined once per
+    # test run (`mined_kernel`: `test_mine_after_codemod` judges the same cases)
+    found = mined_kernel("flash-attn-4", "4.0.0b24", "2.18.0")
 
     def verdict(judged):
         (one,) = [

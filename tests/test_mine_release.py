@@ -15,11 +15,9 @@ import pytest
 from codemods.apply import transform
 from lint_plugin.mine.__main__ import EXIT_UNGUARDED, main
 from lint_plugin.mine.crosscheck import DISAGREEMENT, GUARDED, UNGUARDED, Judges, crosscheck
-from lint_plugin.mine.cute import mine
 from lint_plugin.mine.declare import declarations, hazard_tables
 from lint_plugin.mine.cute.kernel import DISTRIBUTION, from_release
 from lint_plugin.mine.findings import INTERNAL, UNREACHABLE
-from lint_plugin.mine.te_calls import kernel_calls
 from selector_patch.config import TABLE, config_from_table
 from selector_patch.registry import HAZARDS
 from selector_patch.sources import cache_dir, read_text
@@ -40,8 +38,9 @@ def te(release):
 
 
 @pytest.fixture(scope="module")
-def found(kernel, te):
-    return mine(kernel, kernel_calls(te))
+def found(mined_kernel):
+    """The kernel's cases through TE's calls, mined once per test run (`mined_kernel`)."""
+    return mined_kernel(DISTRIBUTION, FA4, TE)
 
 
 @pytest.fixture(scope="module")
