@@ -12,15 +12,12 @@ printed. One process per release answers every recorded call.
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from selector_patch.te_cxx.compiler import compiler
+from selector_patch.te_cxx import compiler
 from selector_patch.te_cxx.translation_unit import TranslationUnit, build
-
-FLAGS = ("-std=c++17", "-O1", "-w")
 
 
 class Call(NamedTuple):
@@ -99,18 +96,10 @@ int main() {{
 """
 
 
-def oracle(tree: Path, enums: dict[str, tuple[str, ...]], scratch: Path) -> Path:
-    """The oracle program for `tree`, compiled into `scratch` (once per source text)."""
-    unit = build(tree)
-    source = driver_source(unit, enums)
-    program = scratch / f"oracle-{hashlib.sha256(source.encode()).hexdigest()[:16]}"
-    if not program.exists():
-        (scratch / f"{program.name}.cpp").write_text(source)
-        path, _ = compiler()
-        subprocess.run(
-            [path, *FLAGS, "-o", str(program), f"{program}.cpp"], check=True, capture_output=True
-        )
-    return program
+def oracle(tree: Path, enums: dict[str, tuple[str, ...]]) -> Path:
+    """The oracle program for `tree`, from the cache where it was compiled before (the
+    harness's own libraries are: once per source text and compiler, `te_cxx.compiler`)."""
+    return compiler.program(driver_source(build(tree), enums), tree, "oracle", "as the oracle")
 
 
 def ask(program: Path, calls: Iterable[Call]) -> list[str]:
