@@ -60,7 +60,13 @@ from selector_patch.harness.imports import (
 from selector_patch.harness.kernels import kernel_module
 from selector_patch.harness.logs import LoggingView, LogSink, WarningsView
 from selector_patch.harness.opaque import OpaqueModule
-from selector_patch.harness.params import PARAMS, Unrepresentable, attention_params_kwargs
+from selector_patch.harness.params import (
+    PARAMS,
+    Unrepresentable,
+    attention_params_kwargs,
+    fresh,
+    shareable,
+)
 from selector_patch.harness.recipes import PYDANTIC_DATACLASSES, fp8_te_dtype
 from selector_patch.harness.pinning import ModuleState, pins_packages
 from selector_patch.harness.returns import Layout, return_layout
@@ -178,10 +184,17 @@ class LoadedSelector:
         #: Fields an `AttentionParams` declares beyond the release's, by class (`_fields`).
         self._signal_fields: dict[Any, tuple[str, ...]] = {}
 
-    def select(self, scenario: Scenario, params: Mapping[str, Any] | None = None) -> Selection:
+    def select(
+        self,
+        scenario: Scenario,
+        params: Mapping[str, Any] | None = None,
+        memo: dict[int, dict[str, Any]] | None = None,
+    ) -> Selection:
         """Run TE's selector for `scenario`; raises `Unrepresentable` if the release cannot.
 
         `params` sets further `AttentionParams` fields by name (see `attention_params_kwargs`).
+        `memo`: the caller's, for requests that differ from this one in their machine and
+        environment alone (a grid's runner keeps one per row and mode); see `_kwargs`.
         """
         with (
             self._lock,
@@ -191,8 +204,36 @@ class LoadedSelector:
             namespace = self._pin(scenario).__dict__
             fields = self._fields(namespace.get(PARAMS))
             self._torch.told(fields)
-            kwargs = attention_params_kwargs(scenario, fields, namespace, params)
+            kwargs = self._kwargs(scenario, fields, namespace, params, memo)
             return self._run(namespace, kwargs, scenario)
+
+    def _kwargs(
+        self,
+        scenario: Scenario,
+        fields: tuple[str, ...],
+        namespace: dict,
+        params: Mapping[str, Any] | None,
+        memo: dict[int, dict[str, Any]] | None,
+    ) -> dict[str, Any]:
+        """The `AttentionParams` keywords, built as `DotProductAttention` builds them, or a copy
+        of those `memo` holds for the module: building them is a tenth of a grid's time.
+
+        What the build runs of TE's code (`check_set_window_size`) decides from the request
+        alone, never from the machine, so a build is kept for the memo's other requests unless
+        it read an environment variable or logged, and unless it made objects a call could
+        change (an FP8 recipe, a KV cache); each copy gets its own empty `fp8_meta`.
+        """
+        if memo is None:
+            return attention_params_kwargs(scenario, fields, namespace, params)
+        known = memo.get(id(namespace))
+        if known is not None:
+            return fresh(known)
+        with scoped_env.recording() as read:
+            kwargs = attention_params_kwargs(scenario, fields, namespace, params)
+        if not read and not self._sink.entries and shareable(kwargs):
+            memo[id(namespace)] = kwargs
+            return fresh(kwargs)
+        return kwargs
 
     @functools.cached_property
     def backward_unseen(self) -> bool:

@@ -143,6 +143,21 @@ def attention_params_kwargs(
     return passed
 
 
+def shareable(kwargs: Mapping[str, Any]) -> bool:
+    """Whether requests may share `kwargs`' values: none of them is an object a call could
+    change but an empty `fp8_meta`, which `fresh` makes anew (an FP8 recipe and a KV cache's
+    `inference_params` are built for each request)."""
+    return not kwargs.get("fp8_meta") and kwargs.get("inference_params") is None
+
+
+def fresh(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of shareable `kwargs` for one more call, with an `fp8_meta` of its own."""
+    copy = dict(kwargs)
+    if "fp8_meta" in copy:
+        copy["fp8_meta"] = {}
+    return copy
+
+
 @dataclasses.dataclass
 class _Declared:
     """What a release's fields leave out of the values built for every request."""

@@ -71,6 +71,8 @@ class Asker:
         self.grid = grid
         self.reader = Reader()
         self._rows: dict[int, tuple["Scenario", dict[str, Any]] | str] = {}
+        #: Per row and mode, the `AttentionParams` keywords built (`LoadedSelector.select`).
+        self._memos: dict[tuple[int, str], dict[int, dict[str, Any]]] = {}
         #: Each environment a request is asked in, by the row's own variables and the setting.
         self._envs: dict[tuple, tuple[tuple[str, str], ...]] = {}
         self._failures = harness.Unrepresentable, harness.SelectionError, harness.LoadError
@@ -120,10 +122,13 @@ class Asker:
             row,
             {ARCHITECTURE: configuration.architecture, **MODES[configuration.mode], "env": env},
         )
+        memo = self._memos.get((configuration.row, configuration.mode))
+        if memo is None:
+            memo = self._memos[(configuration.row, configuration.mode)] = {}
         told = self.loaded.grad_reads
         with self._record() as read:
             try:
-                selection = self.loaded.select(scenario, params)
+                selection = self.loaded.select(scenario, params, memo)
             except Unrepresentable as error:
                 outcome = self.reader.failed(unrepresentable=str(error))
             except SelectionError as error:
