@@ -1,11 +1,12 @@
 """Compile a translation unit into a shared library or a program, once per text and compiler.
 
 The unit is a few hundred lines of TE's C++ and takes about half a second to compile, so each
-library (and each program: the tests' oracle, TE's query with a `main()`) is cached under the per-user cache (`sources.cache_dir()/te-cxx/`), named by a hash of
-the unit's text, the compiler's identity and the flags: a new release, an edited checkout or a
-new compiler gets a library of its own, and an unchanged tree is never compiled twice. The
-library is written under a temporary name and renamed into place, so processes compiling the
-same unit at once each see a whole file. The compiler is `$CXX`, else `g++` or `c++` from PATH.
+library (and each program: the tests' oracle, TE's query with a `main()`) is cached under the
+per-user cache (`sources.cache_dir()/te-cxx/`), named by a hash of the unit's text, the
+compiler's identity and the flags: a new release, an edited checkout or a new compiler gets a
+library of its own, and an unchanged tree is never compiled twice. The library is written under
+a temporary name and renamed into place, so processes compiling the same unit at once each see
+a whole file. The compiler is `$CXX`, else `g++` or `c++` from PATH.
 """
 
 from __future__ import annotations
@@ -64,30 +65,31 @@ def shared_library(
     `flags` is the directory they are in. A failure is a `CxxError` naming `where` and saying
     the library does not compile `role`.
     """
-    return _cached(text, where, f"{name}-{{key}}.so", role, (*FLAGS, *flags), files)
+    return _cached(text, where, (name, ".so"), role, (*FLAGS, *flags), files)
 
 
 def program(text: str, where: object, name: str, role: str) -> Path:
     """`text` (with a `main()`) compiled into a program named `name-<hash>`, unless the cache
     has it; a failure is a `CxxError` as for `shared_library`."""
-    return _cached(text, where, f"{name}-{{key}}", role, PROGRAM_FLAGS, ())
+    return _cached(text, where, (name, ""), role, PROGRAM_FLAGS, ())
 
 
 def _cached(
     text: str,
     where: object,
-    pattern: str,
+    named: tuple[str, str],
     role: str,
     flags: tuple[str, ...],
     files: tuple[tuple[str, str], ...],
 ) -> Path:
-    """The cache's build of `text` with `flags` (`pattern` names it by `{key}`, the hash of
-    what decides it), compiled and renamed into place first where the cache lacks it."""
+    """The cache's build of `text` with `flags`, named `<name>-<key><suffix>` (`named`; the key
+    hashes what decides the build), compiled and renamed into place first where it lacks it."""
     path, version = compiler()
     key = hashlib.sha256(
         "\0".join((text, version, *flags, *(part for file in files for part in file))).encode()
     ).hexdigest()[:24]
-    built = cache_dir() / "te-cxx" / pattern.format(key=key)
+    name, suffix = named
+    built = cache_dir() / "te-cxx" / f"{name}-{key}{suffix}"
     if built.is_file():
         return built
     built.parent.mkdir(parents=True, exist_ok=True)
