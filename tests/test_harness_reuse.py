@@ -65,3 +65,22 @@ def test_a_grid_shares_the_params_built_only_where_no_request_could_tell(
     assert bool(memo) == shared
     if request_fields is MOVED_WINDOW:
         assert any("window_size should be" in line for line in loaded.select(scenario).log)
+
+
+def test_a_build_that_reads_the_environment_is_not_shared(load_te_selector, monkeypatch) -> None:
+    """A fork whose `check_set_window_size` reads an `NVTE_*` variable: each request builds its
+    keywords anew, so each records that read (the grid's switch twins rely on it)."""
+    loaded = load_te_selector("2.20.2").loaded
+    namespace = loaded.module.__dict__
+    released = namespace["check_set_window_size"]
+
+    def check_set_window_size(attn_mask_type, window_size=None):
+        namespace["os"].getenv("NVTE_SLIDING_WINDOW")
+        return released(attn_mask_type, window_size)
+
+    monkeypatch.setitem(namespace, "check_set_window_size", check_set_window_size)
+    memo: dict = {}
+    for architecture in ((9, 0), (12, 0)):
+        scenario = Scenario(compute_capability=architecture)
+        assert loaded.select(scenario, memo=memo) == loaded.select(scenario)
+    assert memo == {}
