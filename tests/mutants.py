@@ -972,6 +972,22 @@ def respell(module: ast.Module, function_name: str, rewrites: list[Mutation]) ->
     )
 
 
+def named_site(module: ast.Module, function_name: str, operator: str, words: str) -> int:
+    """The index of the first site of `operator` (a mutation's or a spelling's) whose description
+    holds `words`: a case named by what it rewrites, where an index would move whenever the
+    base does."""
+    function = next(
+        node
+        for node in module.body
+        if isinstance(node, ast.FunctionDef) and node.name == function_name
+    )
+    sites = {**OPERATORS, **spellings([], set())}[operator](_copied(function))
+    named = (index for index, site in enumerate(sites) if words in site.description)
+    found = next(named, None)
+    assert found is not None, f"no {operator} site names {words!r}"
+    return found
+
+
 def _bound_at_top(node: ast.stmt) -> list[str]:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return [node.name]

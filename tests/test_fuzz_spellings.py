@@ -19,7 +19,8 @@ into a module-level constant (a tuple, set or frozenset, or a comprehension over
 read through a pure builtin (`any`, `all`, `min`, `max`, `len` over a comprehension, `sorted`),
 a subscript of a module-level mapping or sequence, or a local computed from those (`PURE`).
 
-The hypothesis profile sets how many rewrites run (`tests/conftest.py`); at least 40 do.
+The hypothesis profile sets how many rewrites run (`tests/conftest.py`), split evenly among the
+bases; at least `MIN_REWRITES` do, besides the rewrites once found to break a verdict (`KNOWN`).
 """
 
 from __future__ import annotations
@@ -30,15 +31,17 @@ import functools
 
 import pytest
 from fuzz_bases import base, write_tally
-from hypothesis import example, given, reject, settings
+from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 from judges import disagreements, harness_reports, static_verdicts, unexcused
-from mutants import PURE, SPELLINGS, Mutation, respell
+from mutants import PURE, SPELLINGS, Mutation, named_site, respell
 
 from lint_plugin.engine.analysis import analyze_source
 
 SELECTOR = "get_attention_backend"
 BASES = ("2.20.2+codemod", "2.14.1+codemod", "1.13.0")
+#: Rewrites hypothesis draws at least, in all (split evenly among `BASES`).
+MIN_REWRITES = 40
 #: Rewrites applied, by operator, reported at the end of the module.
 TALLY: collections.Counter[str] = collections.Counter()
 
@@ -68,17 +71,38 @@ rewrites = st.lists(
 )
 
 
-@settings(max_examples=max(40, settings().max_examples))
-@given(name=st.sampled_from(BASES), rewrites=rewrites)
-# A rewrite whose site is a node an earlier rewrite made (the loop's `if`, then De Morgan on it).
-@example(
-    "2.20.2+codemod", [Mutation("set_display", 15476), Mutation("continue", 0), Mutation("not", 0)]
-)
-# One conjunct of the codemod's TEA002 and TEA001 guards (their architectures) as a predicate.
-@example("2.20.2+codemod", [Mutation("conjunct_predicate", 55)])
-@example("2.20.2+codemod", [Mutation("conjunct_predicate", 20), Mutation("frozenset_constant", 0)])
+#: Rewrites that once broke a verdict: the first rewrite's operator and the words naming its
+#: site in 2.20.2 after the codemod (`named_site`), then later rewrites' operators, each taking
+#: the first site left (for De Morgan, the loop's `if` that `continue` made).
+KNOWN = {
+    # A site an earlier rewrite made: the loop's `if`, then De Morgan on it.
+    "loop-then-de-morgan": [("set_display", "((12, 0), (12, 1))"), "continue", "not"],
+    # One conjunct of a codemod guard (its architectures: TEA002's, one of SM 12.x's) as a
+    # predicate.
+    "tea002-architectures-as-predicate": [("conjunct_predicate", "((8, 6), (8, 9), (")],
+    "sm12x-architectures-as-predicate-then-a-frozenset": [
+        ("conjunct_predicate", "in ((12, 0), (12, 1))`"),
+        "frozenset_constant",
+    ],
+}
+
+
+# One test per base, so that the workers share them (one test of all three was the suite's
+# longest, a minute that ran alone at its end); the profile's count is split among them.
+@pytest.mark.parametrize("name", BASES)
+@settings(max_examples=max(MIN_REWRITES, settings().max_examples) // len(BASES) + 1)
+@given(rewrites=rewrites)
 def test_respelt_guards_keep_every_verdict(name, rewrites) -> None:
     keeps_every_verdict(name, rewrites)
+
+
+@pytest.mark.parametrize("case", KNOWN)
+def test_known_rewrites_keep_every_verdict(case) -> None:
+    name = "2.20.2+codemod"
+    _, module = base(name)
+    first, *later = KNOWN[case]
+    rewrites = [Mutation(first[0], named_site(module, SELECTOR, *first))]
+    keeps_every_verdict(name, rewrites + [Mutation(operator, 0) for operator in later])
 
 
 @pytest.mark.parametrize("operator", sorted(PURE))
