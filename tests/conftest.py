@@ -62,17 +62,17 @@ pytest_plugins = ("pytester",)
 
 
 def pytest_configure(config) -> None:
-    """In an xdist worker: the cyclic collector runs less often, and the process ends as soon as
-    its exit handlers have run.
+    """The cyclic collector runs less often; an xdist worker's process ends as soon as its exit
+    handlers have run (the controller's exit status is the run's).
 
-    A worker holds every release it loaded and every grid's answers it keeps (three to four
-    million objects at the end of a run). Each full collection walks them all, and at the
-    default thresholds the workers ran 150 of them, some 200 s of the suite's CPU; a young
-    generation of 100,000 objects lets a test's short-lived structures die before they are
-    promoted. The interpreter's own teardown of that heap took another ten seconds at the end
-    of each run, with the last results long sent."""
+    A test process holds every release it loaded and every grid's answers it keeps (three to
+    four million objects per worker at the end of a run). Each full collection walks them all,
+    and at the default thresholds the two workers ran 150 of them, some 200 s of the suite's
+    CPU; a young generation of 100,000 objects lets a test's short-lived structures die before
+    they are promoted. The interpreter's own teardown of a worker's heap took another ten
+    seconds at the end of each run, with the last results long sent."""
+    gc.set_threshold(100_000, 20, 10)
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        gc.set_threshold(100_000, 20, 10)
         atexit.register(_end_now)  # handlers run last-in first-out: this one after the tests'
 
 
