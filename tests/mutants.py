@@ -982,8 +982,7 @@ def named_site(module: ast.Module, function_name: str, operator: str, words: str
         if isinstance(node, ast.FunctionDef) and node.name == function_name
     )
     sites = {**OPERATORS, **spellings([], set())}[operator](_copied(function))
-    named = (index for index, site in enumerate(sites) if words in site.description)
-    found = next(named, None)
+    found = next((index for index, site in enumerate(sites) if words in site.description), None)
     assert found is not None, f"no {operator} site names {words!r}"
     return found
 

@@ -115,7 +115,7 @@ mutations = st.lists(
 
 # One test per base, so that the workers share them; the profile's count is split among them.
 @pytest.mark.parametrize("name", BASES)
-@settings(max_examples=settings().max_examples // len(BASES))
+@settings(max_examples=max(1, settings().max_examples // len(BASES)))
 @given(mutations=mutations)
 def test_analyzer_harness_and_codemod_agree_on_mutants(name, mutations) -> None:
     try:
