@@ -122,9 +122,7 @@ class Asker:
             row,
             {ARCHITECTURE: configuration.architecture, **MODES[configuration.mode], "env": env},
         )
-        memo = self._memos.get((configuration.row, configuration.mode))
-        if memo is None:
-            memo = self._memos[(configuration.row, configuration.mode)] = {}
+        memo = self._memos.setdefault((configuration.row, configuration.mode), {})
         told = self.loaded.grad_reads
         with self._record() as read:
             try:

@@ -4,7 +4,7 @@ The unit is a few hundred lines of TE's C++ and takes about half a second to com
 library (and each program: the tests' oracle, TE's query with a `main()`) is cached under the
 per-user cache (`sources.cache_dir()/te-cxx/`), named by a hash of the unit's text, the
 compiler's identity and the flags: a new release, an edited checkout or a new compiler gets a
-library of its own, and an unchanged tree is never compiled twice. The library is written under
+library of its own, and an unchanged tree is never compiled twice. Each build is written under
 a temporary name and renamed into place, so processes compiling the same unit at once each see
 a whole file. The compiler is `$CXX`, else `g++` or `c++` from PATH.
 """
@@ -24,8 +24,8 @@ from selector_patch.te_cxx.errors import CxxError
 from selector_patch.te_cxx.translation_unit import TranslationUnit
 
 FLAGS = ("-std=c++17", "-O1", "-shared", "-fPIC", "-w")
-#: A program's: no `-shared`, no `-fPIC`.
-PROGRAM_FLAGS = ("-std=c++17", "-O1", "-w")
+#: A program's: the library's without `-shared` and `-fPIC`.
+PROGRAM_FLAGS = tuple(flag for flag in FLAGS if flag not in ("-shared", "-fPIC"))
 COMPILERS = ("g++", "c++")
 
 
