@@ -34,8 +34,12 @@ class MutantCrashed(Exception):
 def harness_reports(
     source: SelectorSource, text: str
 ) -> tuple[LoadedSelector, dict[str, HazardReport]]:
-    """The harness's report per hazard; `MutantCrashed` if the selector's own code raises."""
-    selector = load_selector(source, text=text)
+    """The harness's report per hazard; `MutantCrashed` if the selector's own code raises, or
+    CPython would not compile it (a `nonlocal` whose binding a mutation removed)."""
+    try:
+        selector = load_selector(source, text=text)
+    except SyntaxError as error:
+        raise MutantCrashed(f"SyntaxError: {error.msg}") from error
     try:
         return selector, {hazard.id: verify_hazard(selector, hazard) for hazard in HAZARDS}
     except SelectionError as error:  # the harness's one line, raised from what TE raised

@@ -127,6 +127,15 @@ def test_respelt_mutants(name, mutations, rewrites) -> None:
     TALLY["respelt mutants"] += 1
 
 
+def test_a_mutant_cpython_would_not_compile_is_told_apart() -> None:
+    """Killing a binding of 1.13.0's selector can leave a helper's `nonlocal` without one: no
+    judge is asked about code CPython refuses."""
+    source, module = base("1.13.0")
+    mutant = mutate(module, SELECTOR, [Mutation("wrap_kill", 222)])
+    with pytest.raises(MutantCrashed, match="SyntaxError: no binding for nonlocal"):
+        harness_reports(source, mutant.text)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def report_tally(request):
     yield

@@ -39,6 +39,7 @@ from lint_plugin.engine.absint import (
     unknown,
     with_truth,
 )
+from lint_plugin.engine import guard_proof
 from lint_plugin.engine.delegation import delegates
 from lint_plugin.engine.dialect import (
     BACKWARD_FIELD,
@@ -109,6 +110,8 @@ class Selector:
         self._facts: dict[tuple[int, ...], tuple[tuple[object, ...], Facts]] = {}
         self._settled: dict[str, Settled | None] = {}
         self._run_slices: dict[tuple[str, ...], tuple[Slice, frozenset[str]]] = {}
+        self._guards: dict[str, tuple[guard_proof.Guard, ...]] = {}
+        self._guards_slices: dict[str, Slice] = {}
 
     @functools.cached_property
     def shape(self) -> ReturnShape | None:
@@ -176,6 +179,25 @@ class Selector:
                 versions = {r: v for r in FLASH_ROLES if (v := self.dialect.version(r))}
                 self._settled[role] = Settled(self.program, flag, role, shape.version, versions)
         return self._settled[role]
+
+    def guards(self, role: str) -> tuple[guard_proof.Guard, ...]:
+        """The `if`s that may prove a run about `role` guarded alone (`guard_proof`)."""
+        found = self._guards.get(role)
+        if found is None:
+            settled = self.settled(role)
+            flag = self.dialect.flag(role)
+            found = () if settled is None else guard_proof.guards(self.program, flag, settled)
+            self._guards[role] = found
+        return found
+
+    def guards_slice(self, role: str) -> Slice:
+        """`guard_proof.guards_slice` of `role`'s guards, made once per role."""
+        found = self._guards_slices.get(role)
+        if found is None:
+            cut = self.dialect.backend_flags
+            found = guard_proof.guards_slice(self.program, self.guards(role), cut)
+            self._guards_slices[role] = found
+        return found
 
     @functools.cached_property
     def relevant(self) -> Slice:
@@ -614,16 +636,36 @@ class _Strategy:
 
 def _guard_paths(prepared: Selector, hazard: Hazard) -> list[tuple[ast.expr, ...]]:
     """`guardable.guard_paths` for the hazard: its backend's flag and what that is `and`-ed
-    from, the names derived from its trigger inputs (the backward's signal among them)."""
+    from, the names derived from its trigger inputs."""
+    flag = prepared.dialect.flag(hazard.backend)
+    flags = {flag, *prepared.dialect.sources(flag)}
+    return guard_paths(prepared.program, flags, _trigger_names(prepared, hazard))
+
+
+def _trigger_names(prepared: Selector, hazard: Hazard) -> set[str]:
+    """The local names derived from the hazard's trigger inputs (the backward's signal among
+    them): what a filter for it reads."""
     dialect, program = prepared.dialect, prepared.program
-    flag = dialect.flag(hazard.backend)
     witness = prepared.witnesses(hazard)[0]
     fields = {
         f for condition in hazard.triggers for f in dialect.bindings(condition.input, witness)
     }
     if any(condition.input == "backward" for condition in hazard.triggers):
         fields |= {BACKWARD_FIELD, *program.results_of(GRAD_MODE_QUERY)}
-    return guard_paths(program, {flag, *dialect.sources(flag)}, program.derived_names(fields))
+    if any(condition.input == "cudnn_version" for condition in hazard.triggers):
+        fields |= program.results_of(CUDNN_VERSION_QUERY)
+    return program.derived_names(fields)
+
+
+def _proven_by_guard(
+    prepared: Selector, hazard: Hazard, witnesses: list[Scenario], given: Facts
+) -> Facts | None:
+    """The facts of `witnesses` where one guard proves them all guarded (`guard_proof`)."""
+    if not prepared.guards(hazard.backend):
+        return None
+    triggers = prepared.program.names.bits(_trigger_names(prepared, hazard))
+    facts = prepared.facts(hazard, witnesses, given)
+    return facts if guard_proof.proven(prepared, hazard.backend, triggers, facts) else None
 
 
 def _alike(program: Program, mine: Facts, theirs: Facts) -> bool:
@@ -841,6 +883,11 @@ def _analyze_function(
         and not unfiltered
         and not any(w.compute_capability in leaky for w in pending)
     )
+    if first and pending:
+        proof = _proven_by_guard(prepared, hazard, pending, given)
+        if proof is not None:
+            strategy.keep(prepared, hazard.backend, proof)
+            pending = []
     if first and len(pending) > 1 and together(pending):
         pending = []
     for block in _blocks(pending, leaky):

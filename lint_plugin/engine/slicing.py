@@ -28,6 +28,7 @@ The live names are `Program.names` bits, as are what each statement reads and wr
 from __future__ import annotations
 
 import ast
+from typing import Mapping
 
 from lint_plugin.engine.program import BLOCK_STATEMENTS, DEFINITIONS, Program
 
@@ -42,10 +43,15 @@ _OWN_RULES = frozenset((*JUMPS, ast.Return, *DEFINITIONS))
 
 class Slice:
     """The statements of `program` that may affect the final values of `roots`, where the
-    names in `cut` read as unknown."""
+    names in `cut` read as unknown; with `points`, instead the values before each top-level
+    statement `index` of the names (bits) it maps to (runs that stop there: `guard_proof`)."""
 
     def __init__(
-        self, program: Program, roots: frozenset[str], cut: frozenset[str] = frozenset()
+        self,
+        program: Program,
+        roots: frozenset[str],
+        cut: frozenset[str] = frozenset(),
+        points: Mapping[int, int] | None = None,
     ) -> None:
         self.program = program
         #: The bits a read makes live: all but the cut names'.
@@ -56,7 +62,10 @@ class Slice:
         self.plans: dict[int, tuple] = {}
         self._needed: set[ast.stmt] = set()
         self._visited: set[ast.stmt] = set()
-        self._block(program.function.body, program.names.bits(roots))
+        if points is None:
+            self._block(program.function.body, program.names.bits(roots))
+        else:
+            self._before(program.function.body, points)
 
     def needed(self, stmt: ast.stmt) -> bool:
         """False only for a statement the slice saw and found unable to matter.
@@ -64,6 +73,16 @@ class Slice:
         Statements of local helpers are never skipped: they run where they are called.
         """
         return stmt in self._needed or stmt not in self._visited
+
+    def _before(self, body: list[ast.stmt], points: Mapping[int, int]) -> None:
+        """Walk `body` backwards from its last point on, each point's names live before it."""
+        live, end = 0, None
+        for index in sorted(points, reverse=True):
+            if end is not None:
+                live = self._block(body[index:end], live)[0]
+            live |= points[index] & self._readable
+            end = index
+        self._block(body[:end], live)
 
     def _block(self, body: list[ast.stmt], live: int) -> tuple[int, bool]:
         """Walk `body` backwards; the names live before it, and whether any of it is needed.

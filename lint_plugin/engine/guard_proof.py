@@ -1,0 +1,181 @@
+"""Proof by one guard: a filter whose conditions hold for the witnesses, where nothing after it
+can switch the backend on again.
+
+A witness run interprets the whole slice of the backend's flag: on TE 2.20.2, 280 statements for
+FusedAttention, every filter TE has for it and what their tests read. A selector that carries a
+guard for each of TE's fixes (what `--check` and the codemod's own re-analysis are asked about)
+needs one such run per hazard, each to find again what one `if` says. This proves a hazard's
+witnesses guarded from that `if` alone:
+
+- an `if c1 and ... and cn:` whose body sets the flag to `False` (a `raise` in it ends the path,
+  which selects nothing), the flag itself possibly among the conditions (TE's idiom, `if
+  use_fused_attention and ...`), at the top level or in the body of such `if`s, whose
+  conditions then add to its own (TE's `if inference_params is not None:`, then the
+  architecture's `if`);
+- at or after the first top-level statement from which nothing can make the backend selectable
+  again once its flag is off (`Settled.from_statement`), and before any `return`;
+- every condition but the flag itself definitely true, in every state the witnesses reach the
+  `if` in. Then on every path the flag is off after it (set so, or off already, as the flag
+  condition is then false) and stays off: no return selects the backend.
+
+Only what those conditions read needs interpreting, up to the `if`: the slice of their names at
+that statement (`Slice` with points: one slice serves every guard of a backend), with every
+backend flag cut (read as unknown, never bound). On TE 2.20.2 with TE's fixes guarded, such a
+run takes 2 - 9 statements where a witness run of FusedAttention takes 280 - 300. A slice
+leaves statements out, so its run is at most less precise, never wrong: a condition it finds
+definitely true is definitely true in the full run too. Anything else (a condition unknown
+there, a guard spelt another way) leaves the witnesses to the witness runs
+(`analysis._analyze_function`).
+
+Only for a backend whose flag at a return is the selection: where TE dispatches on a returned
+flash version, or reads a module global set at import (`GATED_FLAGS`), a flag being off is not
+the whole answer, and the witness runs decide.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Sequence
+
+from lint_plugin.engine.absint import State
+from lint_plugin.engine.dialect import COMPUTE_CAPABILITY_QUERY, CUDNN_VERSION_QUERY
+from lint_plugin.engine.interpreter import Facts, Interpreter
+from lint_plugin.engine.program import Program, function_index, is_falsy_constant
+from lint_plugin.engine.settled import Settled
+from lint_plugin.engine.slicing import Slice
+from selector_patch.records import TupleRecord
+from selector_patch.roles import GATED_FLAGS
+
+if TYPE_CHECKING:
+    from lint_plugin.engine.analysis import Selector
+
+#: Candidate guards tried per hazard, the likeliest first: each costs a (short) run.
+TRIED = 2
+
+
+class Guard(TupleRecord):
+    """An `if` that switches a flag off where its `conditions` all hold."""
+
+    #: The top-level statement that holds it.
+    index: int
+    #: Its test's conjuncts and those of the `if`s around it, the flag itself left out.
+    conditions: tuple[ast.expr, ...]
+    #: What they read (`Program.read_bits`).
+    reads: int
+
+
+def guards(program: Program, flag: str, settled: Settled) -> tuple[Guard, ...]:
+    """The `if`s that can prove a witness guarded (module docstring), in order."""
+    if flag in GATED_FLAGS or settled.version is not None:
+        return ()
+    found: list[Guard] = []
+    returns = function_index(program.function).returns
+    first_return = min((node.lineno for node in returns), default=None)
+    for index, stmt in enumerate(program.function.body):
+        if first_return is not None and stmt.end_lineno >= first_return:
+            break  # the paths through a return are not decided by what follows
+        if type(stmt) is ast.If and settled.from_statement[index]:
+            _collect(program, flag, index, stmt, (), found)
+    return tuple(found)
+
+
+def _collect(
+    program: Program,
+    flag: str,
+    index: int,
+    stmt: ast.If,
+    outer: tuple[ast.expr, ...],
+    found: list[Guard],
+) -> None:
+    """The guards `stmt` holds, reached under the `outer` conditions: itself where its body
+    switches the flag off, and the `if`s of its body (TE's `if inference_params is not None:`
+    then the architecture's own `if`) where no statement before one in that body writes what
+    its conditions read, so that they read at `index` what they read where they run."""
+    test = stmt.test
+    conjuncts = test.values if type(test) is ast.BoolOp and type(test.op) is ast.And else [test]
+    own = tuple(c for c in conjuncts if not (type(c) is ast.Name and c.id == flag))
+    if any(program.calls_helper(condition) for condition in own):
+        return
+    conditions = outer + own
+    if conditions and _switches_off(stmt.body, flag):
+        reads = 0
+        for condition in conditions:
+            reads |= program.read_bits(condition)
+        found.append(Guard(index, conditions, reads))
+    written = 0
+    for inner in stmt.body:
+        if type(inner) is ast.If and not program.read_bits(inner.test) & written:
+            _collect(program, flag, index, inner, conditions, found)
+        written |= program.write_bits(inner)
+
+
+def proven(prepared: Selector, role: str, triggers: int, facts: Facts) -> bool:
+    """Whether one of the guards of `role`'s backend proves the run of `facts` guarded: its
+    conditions all definitely true where the run reaches it.
+
+    Tried, at most `TRIED` of them: the guards none of whose conditions is false for what the
+    facts pin alone (`_pinned`: TE's sm120 filter is passed over for a witness on sm121), those
+    reading the most of `triggers` (bits) first, the later of equals first (a guard the codemod
+    inserted follows TE's own filters)."""
+    program = prepared.program
+    pinned, judge = _pinned(prepared, facts), Interpreter(program, facts)
+    likely = sorted(
+        (
+            guard
+            for guard in prepared.guards(role)
+            if guard.reads & triggers
+            and not any(judge.eval(c, pinned).truth is False for c in guard.conditions)
+        ),
+        key=lambda guard: ((guard.reads & triggers).bit_count(), guard.index),
+        reverse=True,
+    )
+    if not likely:
+        return False
+    cut = prepared.dialect.backend_flags
+    facts = facts._replace(opaque=facts.opaque | cut, unbound=cut)
+    for guard in likely[:TRIED]:
+        interpreter = Interpreter(program, facts, None, prepared.guards_slice(role))
+        states = interpreter.run(stop=lambda index, _states: index == guard.index)
+        if states and all(_holds(interpreter, guard, state) for state in states):
+            return True
+    return False
+
+
+def _pinned(prepared: Selector, facts: Facts) -> State:
+    """What `facts` pin, held where the selector reads it: the hardware and cuDNN queries'
+    answers in the names TE keeps them in, each known field in its local name."""
+    program, dialect = prepared.program, prepared.dialect
+    held = {}
+    for query in (COMPUTE_CAPABILITY_QUERY, CUDNN_VERSION_QUERY):
+        answer = facts.calls.get(query)
+        if answer is not None:
+            held.update((holder, answer) for holder in program.results_of(query))
+    for field, value in facts.params.items():
+        held[dialect.field_expression(field)] = value
+    return State(held)
+
+
+def guards_slice(program: Program, found: Sequence[Guard], cut: frozenset[str]) -> Slice:
+    """The statements that may affect what each of `found` reads, up to it: one slice for the
+    runs that stop at any of them (`Slice` with points)."""
+    points: dict[int, int] = {}
+    for guard in found:
+        points[guard.index] = points.get(guard.index, 0) | guard.reads
+    return Slice(program, frozenset(), cut, points=points)
+
+
+def _holds(interpreter: Interpreter, guard: Guard, state: State) -> bool:
+    return all(interpreter.eval(condition, state).truth is True for condition in guard.conditions)
+
+
+def _switches_off(body: list[ast.stmt], flag: str) -> bool:
+    """Whether running `body` to its end sets `flag` to a false constant (no `return` is in it,
+    as none is before the guards; a `raise` ends the path: no selection)."""
+    return any(
+        type(stmt) is ast.Assign
+        and len(stmt.targets) == 1
+        and type(stmt.targets[0]) is ast.Name
+        and stmt.targets[0].id == flag
+        and is_falsy_constant(stmt.value)
+        for stmt in body
+    )

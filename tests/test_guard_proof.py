@@ -1,0 +1,96 @@
+"""Proof by one guard (`guard_proof`): where it decides a hazard, and where the witness runs must.
+
+Each case is a TE 2.x-shaped selector (`te2_example`) with one determinism filter for TEA001
+(FlashAttention 4, deterministic backward on SM 12.x), judged as `--check` judges a guarded
+selector (`expect_guarded`). A spy on the witness runs (`analysis._enabled`) tells whether the
+guard alone decided.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from lint_plugin.engine import analysis, guard_proof
+from lint_plugin.engine.analysis import analyze_hazard, release, selector
+from lint_plugin.engine.dialect import find_selectors
+from lint_plugin.rule_examples import te2_example
+from selector_patch.registry import get_hazard
+
+TEA001 = get_hazard("TEA001")
+#: The codemod's spelling: the flag, the hazard's inputs, then the architecture nested.
+NESTED = """
+    if use_flash_attention_4 and deterministic and requires_backward:
+        if device_compute_capability[0] == 12:
+            use_flash_attention_4 = False
+"""
+#: Seed 000's fix, keyed on training mode: eval() with a backward still reaches FA4.
+ON_TRAINING = """
+    if use_flash_attention_4 and deterministic and is_training:
+        if device_compute_capability[0] == 12:
+            use_flash_attention_4 = False
+"""
+#: A return before the filter: the paths through it are not decided by what follows.
+EARLY_RETURN = """
+    if head_dim_qk == 7:
+        return False, False
+"""
+
+
+def judged(source: str, monkeypatch) -> tuple[bool, int]:
+    """(reachable, witness runs) for TEA001 in `source`, judged as `--check` does."""
+    runs = []
+    enabled = analysis._enabled
+    monkeypatch.setattr(
+        analysis, "_enabled", lambda *args, **kw: runs.append(args) or enabled(*args, **kw)
+    )
+    module = ast.parse(source)
+    function = find_selectors(module, ("get_attention_backend",))[0]
+    try:
+        verdict = analyze_hazard(module, function, TEA001, expect_guarded=True)
+    finally:
+        release()
+    return verdict.reachable, len(runs)
+
+
+def test_a_nested_guard_decides_alone(monkeypatch) -> None:
+    assert judged(te2_example(determinism=NESTED), monkeypatch) == (False, 0)
+
+
+def test_a_guard_whose_condition_may_be_false_leaves_it_to_the_runs(monkeypatch) -> None:
+    reachable, runs = judged(te2_example(determinism=ON_TRAINING), monkeypatch)
+    assert reachable and runs >= 1
+
+
+def test_a_flag_switched_on_again_later_leaves_it_to_the_runs(monkeypatch) -> None:
+    source = te2_example(determinism=NESTED, late="    use_flash_attention_4 = True\n")
+    reachable, runs = judged(source, monkeypatch)
+    assert reachable and runs >= 1
+
+
+@pytest.mark.parametrize("spelling", [NESTED, ON_TRAINING])
+def test_no_guard_after_a_return(spelling: str) -> None:
+    module = ast.parse(te2_example(determinism=EARLY_RETURN + spelling))
+    function = find_selectors(module, ("get_attention_backend",))[0]
+    try:
+        found = selector(module, function).guards("FA4")
+        spelt = {ast.unparse(condition) for guard in found for condition in guard.conditions}
+    finally:
+        release()
+    assert found and "deterministic" not in spelt  # the filters before the return only
+
+
+def test_guards_are_the_ifs_that_switch_the_flag_off_in_the_settled_part() -> None:
+    """TE 2.x's FA4 filters before the recombination: the dropout one nests its `if` under the
+    dropout test; the architecture filter at the top comes before the settled part."""
+    module = ast.parse(te2_example(determinism=NESTED))
+    function = find_selectors(module, ("get_attention_backend",))[0]
+    try:
+        found = selector(module, function).guards("FA4")
+        spelt = [" and ".join(map(ast.unparse, guard.conditions)) for guard in found]
+    finally:
+        release()
+    assert spelt[-1] == "deterministic and requires_backward and device_compute_capability[0] == 12"
+    assert "attention_dropout != 0.0 and FlashAttentionUtils.v4_is_installed" in spelt
+    assert all(isinstance(guard, guard_proof.Guard) for guard in found)
