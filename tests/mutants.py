@@ -495,9 +495,10 @@ def mutate(module: ast.Module, function_name: str, mutations: list[Mutation]) ->
             return None
         index = mutation.site % len(sites)
         sites[index].apply()
+        # Nodes a mutation creates take their parent's line, so a later one can name them.
+        ast.fix_missing_locations(function)
         applied.append(Mutation(mutation.operator, index))
         descriptions.append(sites[index].description)
-    ast.fix_missing_locations(function)
     mutant = ast.Module(
         body=[*module.body[:position], function, *module.body[position + 1 :]], type_ignores=[]
     )

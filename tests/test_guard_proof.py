@@ -12,10 +12,12 @@ import ast
 
 import pytest
 
+from codemods.apply import transform
 from lint_plugin.engine import analysis, guard_proof
 from lint_plugin.engine.analysis import analyze_hazard, release, selector
 from lint_plugin.engine.dialect import find_selectors
 from lint_plugin.rule_examples import te2_example
+from selector_patch.config import Config, with_te_fixes
 from selector_patch.registry import get_hazard
 
 TEA001 = get_hazard("TEA001")
@@ -38,8 +40,8 @@ EARLY_RETURN = """
 """
 
 
-def judged(source: str, monkeypatch) -> tuple[bool, int]:
-    """(reachable, witness runs) for TEA001 in `source`, judged as `--check` does."""
+def judged(source: str, monkeypatch, hazard=TEA001) -> tuple[bool, int]:
+    """(reachable, witness runs) for `hazard` in `source`, judged as `--check` does."""
     runs = []
     enabled = analysis._enabled
     monkeypatch.setattr(
@@ -48,7 +50,7 @@ def judged(source: str, monkeypatch) -> tuple[bool, int]:
     module = ast.parse(source)
     function = find_selectors(module, ("get_attention_backend",))[0]
     try:
-        verdict = analyze_hazard(module, function, TEA001, expect_guarded=True)
+        verdict = analyze_hazard(module, function, hazard, expect_guarded=True)
     finally:
         release()
     return verdict.reachable, len(runs)
@@ -94,3 +96,13 @@ def test_guards_are_the_ifs_that_switch_the_flag_off_in_the_settled_part() -> No
     assert spelt[-1] == "deterministic and requires_backward and device_compute_capability[0] == 12"
     assert "attention_dropout != 0.0 and FlashAttentionUtils.v4_is_installed" in spelt
     assert all(isinstance(guard, guard_proof.Guard) for guard in found)
+
+
+@pytest.mark.parametrize("hazard_id", ["TEA001", "TEA007", "TEA057", "TEA058", "TEA061"])
+def test_the_codemods_guards_on_te_2_20_2_decide_alone(hazard_id, release, monkeypatch) -> None:
+    """FA4, which TE 2.20.2 dispatches by the flash version it returns, and FusedAttention,
+    whose flag at a return is the selection: each guard the codemod inserts proves its hazard
+    without a witness run."""
+    text = release("2.20.2").path.read_text(encoding="utf-8")
+    patched = transform(text, with_te_fixes(Config()), te_version="2.20.2")[0]
+    assert judged(patched, monkeypatch, get_hazard(hazard_id)) == (False, 0)

@@ -194,8 +194,10 @@ class Selector:
         """`guard_proof.guards_slice` of `role`'s guards, made once per role."""
         found = self._guards_slices.get(role)
         if found is None:
+            flag, settled = self.dialect.flag(role), self.settled(role)
+            versions = guard_proof.watched_versions(self.program, flag, settled)
             cut = self.dialect.backend_flags
-            found = guard_proof.guards_slice(self.program, self.guards(role), cut)
+            found = guard_proof.guards_slice(self.program, self.guards(role), versions, cut)
             self._guards_slices[role] = found
         return found
 
@@ -630,8 +632,9 @@ class _Strategy:
             self.keep(prepared, backend, facts)
 
     def keep(self, prepared: Selector, backend: str, facts: Facts) -> None:
-        """Keep the facts of a run that found the backend off, as a proof."""
-        self.proofs(prepared, backend).append(facts)
+        """Keep the facts of a run that found the backend off, as a proof (the joint run of
+        `_clear` is not made for it: where hazards are proven as they come, it need not be)."""
+        self._proofs.setdefault((prepared.function, backend), []).append(facts)
 
 
 def _guard_paths(prepared: Selector, hazard: Hazard) -> list[tuple[ast.expr, ...]]:
@@ -665,7 +668,10 @@ def _proven_by_guard(
         return None
     triggers = prepared.program.names.bits(_trigger_names(prepared, hazard))
     facts = prepared.facts(hazard, witnesses, given)
-    return facts if guard_proof.proven(prepared, hazard.backend, triggers, facts) else None
+    run_facts = facts
+    if hazard.backend in FLASH_ROLES and prepared.shape is not None:
+        run_facts = package_facts(facts, prepared.dialect, {hazard.backend: True})
+    return facts if guard_proof.proven(prepared, hazard.backend, triggers, run_facts) else None
 
 
 def _alike(program: Program, mine: Facts, theirs: Facts) -> bool:
@@ -834,7 +840,18 @@ def _analyze_function(
         return HazardVerdict(hazard.id, function.name, applicable, False, None, None, None, detail)
     given = strategy.given
     witnesses = prepared.witnesses(hazard)
-    pending = [w for w in witnesses if not strategy.proven(prepared, hazard, w)]
+    # Where it is likely guarded, the cheapest proof, one guard's (`guard_proof`): first where
+    # expected (`--check`), else after the kept proofs, for the witnesses they leave.
+    pending = witnesses
+    if not expect_guarded:
+        pending = [w for w in witnesses if not strategy.proven(prepared, hazard, w)]
+    if pending and (expect_guarded or strategy.all_first):
+        proof = _proven_by_guard(prepared, hazard, pending, given)
+        if proof is not None:
+            strategy.keep(prepared, hazard.backend, proof)
+            pending = []
+    if expect_guarded and pending:
+        pending = [w for w in witnesses if not strategy.proven(prepared, hazard, w)]
     failed: set[tuple[Scenario, ...]] = set()
 
     def together(group: list[Scenario]) -> bool:
@@ -883,11 +900,6 @@ def _analyze_function(
         and not unfiltered
         and not any(w.compute_capability in leaky for w in pending)
     )
-    if first and pending:
-        proof = _proven_by_guard(prepared, hazard, pending, given)
-        if proof is not None:
-            strategy.keep(prepared, hazard.backend, proof)
-            pending = []
     if first and len(pending) > 1 and together(pending):
         pending = []
     for block in _blocks(pending, leaky):

@@ -27,9 +27,14 @@ definitely true is definitely true in the full run too. Anything else (a conditi
 there, a guard spelt another way) leaves the witnesses to the witness runs
 (`analysis._analyze_function`).
 
-Only for a backend whose flag at a return is the selection: where TE dispatches on a returned
-flash version, or reads a module global set at import (`GATED_FLAGS`), a flag being off is not
-the whole answer, and the witness runs decide.
+Where TE dispatches on a returned flash version (2.2+), the flag off is not the whole answer:
+the run also follows the returned version variable and the versions' expressions to the guard,
+which must not write them, and the states there, the flag off, must be where a witness run
+stops with the answer "cannot" (`Settled.off`: the version held is not the backend's). A run
+about a flash backend binds its package installed (`dispatch.package_facts`), as the witness
+run's first does. FlashAttention 2 runs for any version that is not FA3's or FA4's, so it never
+settles, and TE 1.11 - 2.1's FA3 reads a module global set at import (`GATED_FLAGS`): for
+those, the witness runs decide.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Sequence
 
-from lint_plugin.engine.absint import State
+from lint_plugin.engine.absint import State, const
 from lint_plugin.engine.dialect import COMPUTE_CAPABILITY_QUERY, CUDNN_VERSION_QUERY
 from lint_plugin.engine.interpreter import Facts, Interpreter
 from lint_plugin.engine.program import Program, function_index, is_falsy_constant
@@ -65,16 +70,23 @@ class Guard(TupleRecord):
 
 
 def guards(program: Program, flag: str, settled: Settled) -> tuple[Guard, ...]:
-    """The `if`s that can prove a witness guarded (module docstring), in order."""
-    if flag in GATED_FLAGS or settled.version is not None:
+    """The `if`s that can prove a witness guarded (module docstring), in order. Where TE
+    dispatches on a returned flash version, the top-level statement holding one writes no
+    version (`versions`): what `Settled.off` asks of the version held there, it holds after."""
+    if flag in GATED_FLAGS:
         return ()
+    versions = watched_versions(program, flag, settled)
     found: list[Guard] = []
     returns = function_index(program.function).returns
     first_return = min((node.lineno for node in returns), default=None)
     for index, stmt in enumerate(program.function.body):
         if first_return is not None and stmt.end_lineno >= first_return:
             break  # the paths through a return are not decided by what follows
-        if type(stmt) is ast.If and settled.from_statement[index]:
+        if (
+            type(stmt) is ast.If
+            and settled.from_statement[index]
+            and not program.write_bits(stmt) & versions
+        ):
             _collect(program, flag, index, stmt, (), found)
     return tuple(found)
 
@@ -113,18 +125,25 @@ def proven(prepared: Selector, role: str, triggers: int, facts: Facts) -> bool:
     """Whether one of the guards of `role`'s backend proves the run of `facts` guarded: its
     conditions all definitely true where the run reaches it.
 
-    Tried, at most `TRIED` of them: the guards none of whose conditions is false for what the
-    facts pin alone (`_pinned`: TE's sm120 filter is passed over for a witness on sm121), those
-    reading the most of `triggers` (bits) first, the later of equals first (a guard the codemod
-    inserted follows TE's own filters)."""
+    Tried, at most `TRIED` of them: the guards each of whose conditions may hold (`may_hold`:
+    TE's sm120 filter is passed over for a witness on sm121, and one on the softmax type for a
+    hazard that does not pin it), those reading the most of `triggers` (bits: the names derived
+    from the hazard's inputs) first, the later of equals first (a guard the codemod inserted
+    follows TE's own filters)."""
     program = prepared.program
     pinned, judge = _pinned(prepared, facts), Interpreter(program, facts)
+
+    def may_hold(condition: ast.expr) -> bool:
+        """Not false for what the facts pin, and where not known from it, computed from the
+        hazard's inputs: a condition only other inputs decide stays unknown in the run."""
+        truth = judge.eval(condition, pinned).truth
+        return truth is True or (truth is None and bool(program.read_bits(condition) & triggers))
+
     likely = sorted(
         (
             guard
             for guard in prepared.guards(role)
-            if guard.reads & triggers
-            and not any(judge.eval(c, pinned).truth is False for c in guard.conditions)
+            if guard.reads & triggers and all(map(may_hold, guard.conditions))
         ),
         key=lambda guard: ((guard.reads & triggers).bit_count(), guard.index),
         reverse=True,
@@ -133,12 +152,24 @@ def proven(prepared: Selector, role: str, triggers: int, facts: Facts) -> bool:
         return False
     cut = prepared.dialect.backend_flags
     facts = facts._replace(opaque=facts.opaque | cut, unbound=cut)
+    flag, settled = prepared.dialect.flag(role), prepared.settled(role)
     for guard in likely[:TRIED]:
         interpreter = Interpreter(program, facts, None, prepared.guards_slice(role))
         states = interpreter.run(stop=lambda index, _states: index == guard.index)
-        if states and all(_holds(interpreter, guard, state) for state in states):
+        if (
+            states
+            and all(_holds(interpreter, guard, state) for state in states)
+            and settled.off(guard.index, [_switched_off(state, flag) for state in states])
+        ):
             return True
     return False
+
+
+def _switched_off(state: State, flag: str) -> State:
+    """`state` after the guard: its flag off."""
+    after = state.copy()
+    after.vars[flag] = const(False)
+    return after
 
 
 def _pinned(prepared: Selector, facts: Facts) -> State:
@@ -155,12 +186,20 @@ def _pinned(prepared: Selector, facts: Facts) -> State:
     return State(held)
 
 
-def guards_slice(program: Program, found: Sequence[Guard], cut: frozenset[str]) -> Slice:
-    """The statements that may affect what each of `found` reads, up to it: one slice for the
-    runs that stop at any of them (`Slice` with points)."""
+def watched_versions(program: Program, flag: str, settled: Settled) -> int:
+    """The bits of what `Settled.off` asks of a state besides the flag: the returned version
+    variable and the flash versions' expressions, where TE dispatches on them (else none)."""
+    return settled.watched & ~program.names.of(flag)
+
+
+def guards_slice(
+    program: Program, found: Sequence[Guard], versions: int, cut: frozenset[str]
+) -> Slice:
+    """The statements that may affect what each of `found` reads, and the `versions` (bits),
+    up to it: one slice for the runs that stop at any of them (`Slice` with points)."""
     points: dict[int, int] = {}
     for guard in found:
-        points[guard.index] = points.get(guard.index, 0) | guard.reads
+        points[guard.index] = points.get(guard.index, 0) | guard.reads | versions
     return Slice(program, frozenset(), cut, points=points)
 
 
