@@ -26,6 +26,7 @@ import ast
 import functools
 from typing import Sequence
 
+from lint_plugin.engine import guard_proof
 from lint_plugin.engine.absint import (
     TRUE,
     Site,
@@ -39,7 +40,6 @@ from lint_plugin.engine.absint import (
     unknown,
     with_truth,
 )
-from lint_plugin.engine import guard_proof
 from lint_plugin.engine.delegation import delegates
 from lint_plugin.engine.dialect import (
     BACKWARD_FIELD,

@@ -204,6 +204,7 @@ def guards_slice(
 
 
 def _holds(interpreter: Interpreter, guard: Guard, state: State) -> bool:
+    """Whether every condition of `guard` is definitely true in `state`."""
     return all(interpreter.eval(condition, state).truth is True for condition in guard.conditions)
 
 
