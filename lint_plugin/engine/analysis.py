@@ -575,21 +575,17 @@ class _Strategy:
         if not paths:
             return False
         program, dialect = prepared.program, prepared.dialect
-        holders = program.results_of(COMPUTE_CAPABILITY_QUERY)
-        deps = frozenset((COMPUTE_CAPABILITY,))
         for witness in witnesses:
-            bound = {h: const(witness.compute_capability, deps) for h in holders}
-            params = witness_params(hazard, dialect, witness)
-            for field, value in params.items():
-                bound[dialect.field_expression(field)] = const(value, frozenset((field,)))
+            facts = prepared.facts(hazard, [witness], self.given)
+            held = guard_proof.pinned(prepared, facts)
             unknown_inputs = program.names.bits(
-                dialect.field_expression(field) for field in dialect.param_fields - params.keys()
+                dialect.field_expression(field)
+                for field in dialect.param_fields - facts.params.keys()
             )
-            interpreter = Interpreter(program, prepared.facts(hazard, [witness], self.given))
+            interpreter = Interpreter(program, facts)
             if not any(
                 all(
-                    program.calls_helper(test)
-                    or interpreter.eval(test, State(dict(bound))).truth is not False
+                    program.calls_helper(test) or interpreter.eval(test, held).truth is not False
                     for test in path
                 )
                 for path in paths
@@ -840,18 +836,22 @@ def _analyze_function(
         return HazardVerdict(hazard.id, function.name, applicable, False, None, None, None, detail)
     given = strategy.given
     witnesses = prepared.witnesses(hazard)
-    # Where it is likely guarded, the cheapest proof, one guard's (`guard_proof`): first where
-    # expected (`--check`), else after the kept proofs, for the witnesses they leave.
-    pending = witnesses
-    if not expect_guarded:
-        pending = [w for w in witnesses if not strategy.proven(prepared, hazard, w)]
-    if pending and (expect_guarded or strategy.all_first):
-        proof = _proven_by_guard(prepared, hazard, pending, given)
+
+    def by_guard(group: list[Scenario]) -> bool:
+        """`_proven_by_guard`, its facts kept as a proof where it holds."""
+        proof = _proven_by_guard(prepared, hazard, group, given)
         if proof is not None:
             strategy.keep(prepared, hazard.backend, proof)
-            pending = []
-    if expect_guarded and pending:
+        return proof is not None
+
+    # Where it is likely guarded, the cheapest proof, one guard's (`guard_proof`): before the
+    # kept proofs where guards are expected (`--check`), else on the witnesses they leave.
+    if expect_guarded and by_guard(witnesses):
+        pending = []
+    else:
         pending = [w for w in witnesses if not strategy.proven(prepared, hazard, w)]
+        if pending and not expect_guarded and strategy.all_first and by_guard(pending):
+            pending = []
     failed: set[tuple[Scenario, ...]] = set()
 
     def together(group: list[Scenario]) -> bool:

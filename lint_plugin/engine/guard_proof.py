@@ -20,10 +20,11 @@ witnesses guarded from that `if` alone:
 
 Only what those conditions read needs interpreting, up to the `if`: the slice of their names at
 that statement (`Slice` with points: one slice serves every guard of a backend), with every
-backend flag cut (read as unknown, never bound). On TE 2.20.2 with TE's fixes guarded, such a
-run takes 38 - 65 statements where a witness run of FusedAttention takes 280 - 310 (a slice of
-each guard's own would take 2 - 9, but building a slice per guard costs more than that saves),
-and `--check --te-fixes` interprets 1,992 statements instead of 5,652. A slice
+backend flag cut (read as unknown, never bound). On TE 2.20.2 with TE's fixes guarded, a
+FusedAttention guard's run takes 38 - 65 statements where a witness run takes 280 - 310, and
+`--check --te-fixes` interprets 1,992 statements instead of 5,652. (A slice of each guard's own
+runs 2 - 9, but building one per guard takes what that saves: 56 ms of planning either way.) A
+slice
 leaves statements out, so its run is at most less precise, never wrong: a condition it finds
 definitely true is definitely true in the full run too. Anything else (a condition unknown
 there, a guard spelt another way) leaves the witnesses to the witness runs
@@ -133,12 +134,12 @@ def proven(prepared: Selector, role: str, triggers: int, facts: Facts) -> bool:
     from the hazard's inputs) first, the later of equals first (a guard the codemod inserted
     follows TE's own filters)."""
     program = prepared.program
-    pinned, judge = _pinned(prepared, facts), Interpreter(program, facts)
+    held, judge = pinned(prepared, facts), Interpreter(program, facts)
 
     def may_hold(condition: ast.expr) -> bool:
         """Not false for what the facts pin, and where not known from it, computed from the
         hazard's inputs: a condition only other inputs decide stays unknown in the run."""
-        truth = judge.eval(condition, pinned).truth
+        truth = judge.eval(condition, held).truth
         return truth is True or (truth is None and bool(program.read_bits(condition) & triggers))
 
     likely = sorted(
@@ -174,9 +175,10 @@ def _switched_off(state: State, flag: str) -> State:
     return after
 
 
-def _pinned(prepared: Selector, facts: Facts) -> State:
+def pinned(prepared: Selector, facts: Facts) -> State:
     """What `facts` pin, held where the selector reads it: the hardware and cuDNN queries'
-    answers in the names TE keeps them in, each known field in its local name."""
+    answers in the names TE keeps them in, each known field in its local name. What a test
+    reads of a witness before any run (`may_hold`; `analysis._Strategy.guardable`)."""
     program, dialect = prepared.program, prepared.dialect
     held = {}
     for query in (COMPUTE_CAPABILITY_QUERY, CUDNN_VERSION_QUERY):
