@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import itertools
 from typing import Any
 
 import torch
@@ -49,10 +50,15 @@ def _perturbations(hazard: Hazard) -> list[dict]:
     ]
 
 
-def beyond_grid(selector: LoadedSelector, hazard: Hazard) -> dict[str, Any] | None:
-    """A witness, changed in one input the grid never varies, on which TE selects the backend."""
+def beyond_grid(
+    selector: LoadedSelector, hazard: Hazard, changed: int = 1
+) -> dict[str, Any] | None:
+    """A witness, changed in `changed` inputs (one or two) the grid never varies, on which TE
+    selects the backend. Two, where a case needs both: FA4 forced on after its filters wins over
+    FA2 unless flash-attn-4 is absent, and a mask filter switches FlashAttention off unless the
+    mask is another one."""
     for witness in hazard.witnesses():
-        for changes in _perturbations(hazard):
+        for changes in _combined(_perturbations(hazard), changed):
             scenario = witness.with_changes(changes)
             if not hazard.triggered_by(scenario):
                 continue
@@ -63,6 +69,22 @@ def beyond_grid(selector: LoadedSelector, hazard: Hazard) -> dict[str, Any] | No
             if selected:
                 return scenario.describe()
     return None
+
+
+def _combined(perturbations: list[dict], changed: int) -> list[dict]:
+    """Every `changed` of `perturbations` at once, as one change (their environments merged);
+    none that changes one input twice."""
+    combined = []
+    for chosen in itertools.combinations(perturbations, changed):
+        keys = [key for change in chosen for key in change if key != "env"]
+        if len(keys) != len(set(keys)):
+            continue
+        merged: dict = {}
+        for change in chosen:
+            for key, value in change.items():
+                merged[key] = {**merged.get(key, {}), **value} if key == "env" else value
+        combined.append(merged)
+    return combined
 
 
 def plain_call(selector: LoadedSelector, function: ast.FunctionDef, hazard: Hazard) -> Facts:
@@ -106,7 +128,8 @@ def grid_limited(text: str, selector: LoadedSelector, hazard: Hazard) -> str | N
 
     Either the harness itself selects the backend for a witness changed in one input the grid
     holds fixed, or the analyzer, given what the grid's calls hold fixed, agrees that it is not
-    reachable; None when neither holds.
+    reachable, or the harness selects it for a witness changed in two such inputs (tried last:
+    the pairs cost some hundred selections a witness); None when none holds.
     """
     if beyond_grid(selector, hazard) is not None:
         return "reachable beyond the witness grid"
@@ -119,6 +142,8 @@ def grid_limited(text: str, selector: LoadedSelector, hazard: Hazard) -> str | N
     with _every_flag_run():
         if not analyze_hazard(module, function, hazard).reachable:
             return "reachable only where the analyzer reads the other backends' flags as unknown"
+    if beyond_grid(selector, hazard, changed=2) is not None:
+        return "reachable beyond the witness grid, two inputs changed"
     return None
 
 
