@@ -21,10 +21,10 @@ class AlignmentError(Exception):
 
 
 def statement_nodes(
-    cst_module: cst.Module, statements: Sequence[ast.stmt]
+    cst_module: cst.Module | cst.IndentedBlock, statements: Sequence[ast.stmt]
 ) -> dict[int, cst.CSTNode]:
-    """`id(ast statement)` -> the libcst statement (line) that holds it, for the top-level
-    `statements` libcst's module spells and every statement nested in them."""
+    """`id(ast statement)` -> the libcst statement (line) that holds it, for the `statements`
+    libcst's module (or block) spells and every statement nested in them."""
     pairs: dict[int, cst.CSTNode] = {}
     _pair_body(cst_module.body, statements, pairs)
     return pairs

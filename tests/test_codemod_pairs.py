@@ -109,7 +109,8 @@ def _whole_tree(before: str) -> str:
 
 
 #: Edits of `te2_fa4.before.py` at the edges of what `python -m codemods.apply` hands libcst:
-#: only the top-level statements that receive a statement, as whole lines.
+#: only the runs of statements that receive a statement, as whole lines: at the top level the
+#: statements themselves, in a block each anchor with its neighbours (`insert._segments`).
 RUN_EDGES = {
     "an import sharing its line": (
         "from dataclasses import dataclass, fields\n",
@@ -128,6 +129,23 @@ RUN_EDGES = {
         "# the params\n@dataclass(eq=True)  # hashable\n# (TE's cache key)\n",
     ),
     "no newline at the end": ("use_unfused_attention\n", "use_unfused_attention"),
+    "a comment indented as the block above a guard's anchor": (
+        "            use_fused_attention = False\n\n    # use_flash_attention may",
+        "            use_fused_attention = False\n        # (its own)\n\n    # use_flash_attention may",
+    ),
+    "a comment indented as the anchor's own block, after it": (
+        "        use_flash_attention_4 = False\n\n    # Filter: num_splits\n",
+        "        use_flash_attention_4 = False\n        # FA4 needs sm80\n\n    # Filter: num_splits\n",
+    ),
+    "a statement sharing its line with the anchor's neighbour": (
+        "    use_flash_attention_4 = use_flash_attention and use_flash_attention_4\n",
+        "    use_flash_attention_4 = use_flash_attention and use_flash_attention_4; _ = 0\n",
+    ),
+    "a one-line suite beside an anchor": (
+        "    if use_flash_attention_2 and not FlashAttentionUtils.is_installed:\n"
+        "        use_flash_attention_2 = False\n",
+        "    if use_flash_attention_2 and not FlashAttentionUtils.is_installed: pass\n",
+    ),
 }
 
 
@@ -139,6 +157,19 @@ def test_text_runs_match_the_whole_tree(edge: str) -> None:
     before = (PAIRS / "te2_fa4.before.py").read_text()
     assert before.count(old) == 1
     before = before.replace(old, new)
+    patched, _ = transform(before, HAZARDS)
+    assert patched != before
+    assert patched == _whole_tree(before)
+
+
+def test_text_runs_match_the_whole_tree_where_the_first_block_indents_otherwise() -> None:
+    """libcst takes the module's first indented block for its default indentation, which a
+    guard's own blocks take; a run parsed on its own would take its own (`_indented_as_the_file`).
+    Here the first block indents by two spaces, the selector by four."""
+    before = (PAIRS / "te2_fa4.before.py").read_text()
+    old = "class FlashAttentionUtils:\n    version = "
+    assert before.count(old) == 1
+    before = before.replace(old, "class _Narrow:\n  pass\n\n\n" + old)
     patched, _ = transform(before, HAZARDS)
     assert patched != before
     assert patched == _whole_tree(before)
