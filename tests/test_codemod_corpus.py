@@ -160,3 +160,31 @@ def test_one_run_proves_each_inserted_guard(version, patched) -> None:
     function = find_selectors(module)[0]
     inserted = [h for h in HAZARDS if statuses[h.id] == "inserted"]
     assert [h.id for h in inserted if not guarded_together(module, function, h)] == []
+
+
+#: Releases of each selector dialect (TE 1.x's, the 2.x FA3 gate, the flash dispatch of 2.2+,
+#: FA4's), where `codemods.apply` parses only the runs around its anchors.
+RUN_RELEASES = ("1.9.0.post1", "1.13.0", "2.1.0", "2.8.0", "2.14.1", "2.20.2")
+
+
+@pytest.mark.parametrize("te_fixes", [False, True], ids=["registry", "te-fixes"])
+@pytest.mark.parametrize("version", RUN_RELEASES)
+def test_text_runs_write_what_the_whole_tree_does(version, te_fixes) -> None:
+    """`transform` (libcst parses each anchor's run of statements) writes what the codemod
+    writes on libcst's tree of the whole module, byte for byte, TE's fixes' guards included."""
+    import libcst as cst
+    from libcst.codemod import CodemodContext, SkipFile
+
+    from codemods.command import InsertSelectorGuards
+    from selector_patch.config import Config, with_te_fixes
+    from selector_patch.sources import read_text, resolve
+
+    hazards = with_te_fixes(Config()) if te_fixes else HAZARDS
+    original = read_text(resolve(version).path)
+    patched, _ = transform(original, hazards)
+    command = InsertSelectorGuards(CodemodContext(), config=Config(hazards=tuple(hazards)))
+    if patched == original:  # nothing to insert: the command skips the file
+        with pytest.raises(SkipFile):
+            command.transform_module(cst.parse_module(original))
+        return
+    assert patched == command.transform_module(cst.parse_module(original)).code
