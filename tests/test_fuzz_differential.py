@@ -22,7 +22,9 @@ two faces, flake8's `TEA` codes and `codemods.apply --check`, must say what the 
 on the same terms (`judges.disagreements`; `grid_limited` lives in `grid_limit`).
 
 (b) the codemod either refuses (`PlanError`, the CLI's exit 2) or yields a selector in which the
-    harness finds no reachable hazard and no control failing that did not fail in the mutant.
+    harness finds no reachable hazard and no control failing that did not fail in the mutant;
+    and what `python -m codemods.apply` writes, parsing only the runs of statements around its
+    anchors, is what the codemod writes on libcst's tree of the whole mutant, byte for byte.
 
 Mutants whose own code raises on the virtual device (a dropped filter that also bound a name
 used later) say nothing about either judge and are rejected. Failing mutants are kept in
@@ -37,11 +39,14 @@ import json
 import re
 from pathlib import Path
 
+import libcst as cst
 import pytest
 from hypothesis import given, reject, settings
+from libcst.codemod import CodemodContext
 from hypothesis import strategies as st
 
 from codemods.apply import transform
+from codemods.command import InsertSelectorGuards
 from codemods.plan import PlanError
 from lint_plugin.engine.analysis import analyze_hazard, analyze_source
 from lint_plugin.engine.dialect import find_selectors
@@ -49,6 +54,7 @@ from fuzz_bases import base, write_tally
 from grid_limit import grid_limited
 from judges import MutantCrashed, disagreements, harness_reports, static_verdicts, unexcused
 from mutants import OPERATORS, Mutant, Mutation, mutate, named_site
+from selector_patch.config import Config
 from selector_patch.registry import HAZARDS
 
 SELECTOR = "get_attention_backend"
@@ -96,6 +102,8 @@ def check(name: str, mutations: list[Mutation]) -> Mutant:
     except PlanError:
         TALLY["codemod refused (exit 2)"] += 1
         return mutant
+    if patched != mutant.text:
+        assert patched == _whole_tree(mutant.text), f"{where}: the runs wrote another text"
     after = reports if patched == mutant.text else harness_reports(source, patched)[1]
     for hazard_id, report in after.items():
         assert not report.reachable, f"{where}: codemod left {report.summary()}"
@@ -104,6 +112,12 @@ def check(name: str, mutations: list[Mutation]) -> Mutant:
         assert not broken, f"{where}: codemod broke {hazard_id} controls {broken}"
     TALLY["codemod proved safe"] += 1
     return mutant
+
+
+def _whole_tree(text: str) -> str:
+    """What libcst's runner writes: the codemod on libcst's tree of the whole module."""
+    command = InsertSelectorGuards(CodemodContext(), config=Config(hazards=tuple(HAZARDS)))
+    return command.transform_module(cst.parse_module(text)).code
 
 
 mutations = st.lists(
