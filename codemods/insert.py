@@ -19,6 +19,7 @@ codemod writes on libcst's tree of the whole module, byte for byte: libcst's run
 from __future__ import annotations
 
 import ast
+import re
 from typing import NamedTuple, Sequence, Union
 
 import libcst as cst
@@ -64,28 +65,32 @@ def insert_into_text(code: str, plan: Plan, function_names: Sequence[str]) -> st
     lines = code.splitlines(keepends=True)
     patched = list(lines)
     segments = _segments(plan)
+    newline = _default_newline(code)
+    wrapper = WRAPPER + newline
     indent = _default_indent(plan.module, lines) if any(s.nested for s in segments) else ""
     for segment in reversed(segments):
         text = "".join(lines[segment.first - 1 : segment.last])
         try:
-            tree = cst.parse_module(WRAPPER + text if segment.nested else text)
+            tree = cst.parse_module(wrapper + text if segment.nested else text)
         except cst.ParserSyntaxError as error:
             line = segment.first + error.raw_line - 1 - segment.nested
             raise PlanError(f"syntax error at line {line}: {error.message}") from None
+        tree = tree.with_changes(default_newline=newline)
         if segment.nested:
             tree = _indented_as_the_file(tree, indent)
         updated = _inserted(tree, segment.statements, plan.insertions, segment.nested)
         written = updated.code
         patched[segment.first - 1 : segment.last] = [
-            written[len(WRAPPER) :] if segment.nested else written
+            written[len(wrapper) :] if segment.nested else written
         ]
     result = "".join(patched)
     _prove(result, plan, function_names)
     return result
 
 
-#: What a run of statements nested in a block is parsed under, so that it keeps its indentation.
-WRAPPER = "if _:\n"
+#: What a run of statements nested in a block is parsed under, so that it keeps its indentation
+#: (ended by the file's newline).
+WRAPPER = "if _:"
 
 
 class Segment(NamedTuple):
@@ -162,6 +167,14 @@ def _runs(block: list[ast.stmt], indices: set[int], body: list[ast.stmt]) -> lis
         runs.append((first, last, low, high))
     nested = block is not body
     return [Segment(f, l, block[low : high + 1], nested) for f, l, low, high in runs]
+
+
+def _default_newline(code: str) -> str:
+    """The line ending libcst finds for the whole module (`Module.default_newline`), which the
+    statements it writes end with: the first in the text (a run parsed on its own would take
+    its own first, or the wrapper's)."""
+    found = re.search("\r\n?|\n", code)
+    return found.group(0) if found else "\n"
 
 
 def _default_indent(module: ast.Module, lines: list[str]) -> str:
