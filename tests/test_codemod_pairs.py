@@ -175,6 +175,14 @@ def test_text_runs_match_the_whole_tree_where_the_first_block_indents_otherwise(
     assert patched == _whole_tree(before)
 
 
+def test_text_runs_match_the_whole_tree_with_crlf() -> None:
+    """A run parsed on its own writes the file's line ending, not its wrapper's."""
+    before = (PAIRS / "te2_fa4.before.py").read_text().replace("\n", "\r\n")
+    patched, _ = transform(before, HAZARDS)
+    assert "\r\n" in patched and "\n" not in patched.replace("\r\n", "")
+    assert patched == _whole_tree(before)
+
+
 @pytest.mark.parametrize(
     "name", sorted(p.name.removesuffix(".after.py") for p in PAIRS.glob("*.after.py"))
 )
