@@ -103,7 +103,7 @@ class Segment(NamedTuple):
     nested: bool
 
 
-def _segments(plan: Plan) -> list[Segment]:
+def _segments(plan: Plan, nested: bool = True) -> list[Segment]:
     """The runs of sibling statements that receive an insertion, in source order.
 
     In a block (the selector's body), an anchor's run holds its neighbours too: the comments and
@@ -113,7 +113,8 @@ def _segments(plan: Plan) -> list[Segment]:
     stands for that block's statement, one level up. At the top level a run is the statements
     that receive one, as before: on TE 2.20.2 that was the whole selector, 40% of `utils.py`,
     and libcst's parse of it most of what `codemods.apply FILE` cost. Runs that would overlap
-    otherwise than one inside another (one-line suites) give way to the top-level runs.
+    otherwise than one inside another give way to the top-level runs (`nested` False), as a
+    guard against a layout this does not foresee.
     """
     body = plan.module.body
     picked: dict[int, tuple[list[ast.stmt], set[int]]] = {}
@@ -122,7 +123,7 @@ def _segments(plan: Plan) -> list[Segment]:
         while True:
             block = next(b for b in blocks(chain[-1]) if _index(b, target) >= 0) if chain else body
             index = _index(block, target)
-            if not chain or 0 < index < len(block) - 1:
+            if not chain or (nested and 0 < index < len(block) - 1):
                 break
             target = chain.pop()
         around = {index} if block is body else {index - 1, index, index + 1}
@@ -136,7 +137,7 @@ def _segments(plan: Plan) -> list[Segment]:
         if kept and run.first <= kept[-1].last:
             if run.last <= kept[-1].last:
                 continue  # inside a run kept already, which parses it too
-            return [run for run in runs if not run.nested]  # overlapping: top-level runs
+            return _segments(plan, nested=False)  # overlapping: the top-level runs
         kept.append(run)
     return kept
 
