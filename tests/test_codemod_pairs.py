@@ -15,6 +15,7 @@ from libcst.codemod import CodemodContext, CodemodTest, SkipFile
 from codemods.apply import transform
 from codemods.command import InsertSelectorGuards
 from selector_patch.registry import HAZARDS, Hazard
+from whole_tree import whole_tree
 
 PAIRS = Path(__file__).parent / "codemod_pairs"
 
@@ -102,12 +103,6 @@ def test_a_hazard_declared_twice_gets_one_guard() -> None:
     assert statuses["TEA011"] == "already-guarded"
 
 
-def _whole_tree(before: str) -> str:
-    """What libcst's runner writes: the codemod on libcst's tree of the whole module."""
-    command = InsertSelectorGuards(CodemodContext())
-    return command.transform_module(cst.parse_module(before)).code
-
-
 #: Edits of `te2_fa4.before.py` at the edges of what `python -m codemods.apply` hands libcst:
 #: only the runs of statements that receive a statement, as whole lines: at the top level the
 #: statements themselves, in a block each anchor with its neighbours (`insert._segments`).
@@ -159,7 +154,7 @@ def test_text_runs_match_the_whole_tree(edge: str) -> None:
     before = before.replace(old, new)
     patched, _ = transform(before, HAZARDS)
     assert patched != before
-    assert patched == _whole_tree(before)
+    assert patched == whole_tree(before)
 
 
 def test_text_runs_match_the_whole_tree_where_the_first_block_indents_otherwise() -> None:
@@ -172,7 +167,7 @@ def test_text_runs_match_the_whole_tree_where_the_first_block_indents_otherwise(
     before = before.replace(old, "class _Narrow:\n  pass\n\n\n" + old)
     patched, _ = transform(before, HAZARDS)
     assert patched != before
-    assert patched == _whole_tree(before)
+    assert patched == whole_tree(before)
 
 
 def test_text_runs_match_the_whole_tree_with_crlf() -> None:
@@ -180,7 +175,7 @@ def test_text_runs_match_the_whole_tree_with_crlf() -> None:
     before = (PAIRS / "te2_fa4.before.py").read_text().replace("\n", "\r\n")
     patched, _ = transform(before, HAZARDS)
     assert "\r\n" in patched and "\n" not in patched.replace("\r\n", "")
-    assert patched == _whole_tree(before)
+    assert patched == whole_tree(before)
 
 
 @pytest.mark.parametrize(

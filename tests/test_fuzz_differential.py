@@ -39,14 +39,11 @@ import json
 import re
 from pathlib import Path
 
-import libcst as cst
 import pytest
 from hypothesis import given, reject, settings
-from libcst.codemod import CodemodContext
 from hypothesis import strategies as st
 
 from codemods.apply import transform
-from codemods.command import InsertSelectorGuards
 from codemods.plan import PlanError
 from lint_plugin.engine.analysis import analyze_hazard, analyze_source
 from lint_plugin.engine.dialect import find_selectors
@@ -54,8 +51,8 @@ from fuzz_bases import base, write_tally
 from grid_limit import grid_limited
 from judges import MutantCrashed, disagreements, harness_reports, static_verdicts, unexcused
 from mutants import OPERATORS, Mutant, Mutation, mutate, named_site
-from selector_patch.config import Config
 from selector_patch.registry import HAZARDS
+from whole_tree import whole_tree
 
 SELECTOR = "get_attention_backend"
 #: Real selectors to mutate; "+codemod" is the release after the codemod inserted its guards.
@@ -103,7 +100,7 @@ def check(name: str, mutations: list[Mutation]) -> Mutant:
         TALLY["codemod refused (exit 2)"] += 1
         return mutant
     if patched != mutant.text:
-        assert patched == _whole_tree(mutant.text), f"{where}: the runs wrote another text"
+        assert patched == whole_tree(mutant.text), f"{where}: the runs wrote another text"
     after = reports if patched == mutant.text else harness_reports(source, patched)[1]
     for hazard_id, report in after.items():
         assert not report.reachable, f"{where}: codemod left {report.summary()}"
@@ -112,12 +109,6 @@ def check(name: str, mutations: list[Mutation]) -> Mutant:
         assert not broken, f"{where}: codemod broke {hazard_id} controls {broken}"
     TALLY["codemod proved safe"] += 1
     return mutant
-
-
-def _whole_tree(text: str) -> str:
-    """What libcst's runner writes: the codemod on libcst's tree of the whole module."""
-    command = InsertSelectorGuards(CodemodContext(), config=Config(hazards=tuple(HAZARDS)))
-    return command.transform_module(cst.parse_module(text)).code
 
 
 mutations = st.lists(
