@@ -20,8 +20,9 @@ from codemods.apply import transform
 from codemods.plan import plan_insertions
 from lint_plugin.engine.analysis import analyze_source, guarded_together
 from lint_plugin.engine.dialect import find_selectors
+from selector_patch.config import Config, with_te_fixes
 from selector_patch.registry import HAZARDS
-from selector_patch.sources import CORPUS_RELEASES
+from selector_patch.sources import CORPUS_RELEASES, read_text, resolve
 from selector_patch.verify import verify
 from whole_tree import whole_tree
 
@@ -173,9 +174,6 @@ RUN_RELEASES = ("1.9.0.post1", "1.13.0", "2.1.0", "2.8.0", "2.14.1", "2.20.2")
 def test_text_runs_write_what_the_whole_tree_does(version, te_fixes) -> None:
     """`transform` (libcst parses each anchor's run of statements) writes what the codemod
     writes on libcst's tree of the whole module, byte for byte, TE's fixes' guards included."""
-    from selector_patch.config import Config, with_te_fixes
-    from selector_patch.sources import read_text, resolve
-
     hazards = with_te_fixes(Config()) if te_fixes else HAZARDS
     original = read_text(resolve(version).path)
     assert transform(original, hazards)[0] == whole_tree(original, hazards)
