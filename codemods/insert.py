@@ -11,9 +11,9 @@ loads only for libcst's own runner (`codemods.command`).
 that receive a statement (`insert_into_text`, `_segments`): in the selector's body, each anchor
 with its two neighbours. On TE 2.20.2 that is 172 of `utils.py`'s 3,588 lines (353 with TE's
 fixes), where parsing the top-level statements that receive one took 1,621 (the selector,
-`AttentionParams` and an import line), whose parse was the largest single cost of a run. What it writes is what the
-codemod writes on libcst's tree of the whole module, byte for byte: libcst's runner
-(`codemods.command`) hands over that tree.
+`AttentionParams` and an import line), whose parse was the largest single cost of a run. What
+it writes is what the codemod writes on libcst's tree of the whole module, byte for byte:
+libcst's runner (`codemods.command`) hands over that tree.
 """
 
 from __future__ import annotations
@@ -112,9 +112,9 @@ def _segments(plan: Plan, nested: bool = True) -> list[Segment]:
     block's), so a guard lands where it lands there. An anchor first or last in its block
     stands for that block's statement, one level up. At the top level a run is the statements
     that receive one, as before: on TE 2.20.2 that was the whole selector, 45% of `utils.py`
-    with the others, and libcst's parse of it most of what `codemods.apply FILE` cost. Runs that would overlap
-    otherwise than one inside another give way to the top-level runs (`nested` False), as a
-    guard against a layout this does not foresee.
+    with the others, and libcst's parse of it most of what `codemods.apply FILE` cost. Runs
+    that would overlap otherwise than one inside another give way to the top-level runs
+    (`nested` False), as a guard against a layout this does not foresee.
     """
     body = plan.module.body
     picked: dict[int, tuple[list[ast.stmt], set[int]]] = {}
