@@ -126,11 +126,13 @@ RUN_EDGES = {
     "no newline at the end": ("use_unfused_attention\n", "use_unfused_attention"),
     "a comment indented as the block above a guard's anchor": (
         "            use_fused_attention = False\n\n    # use_flash_attention may",
-        "            use_fused_attention = False\n        # (its own)\n\n    # use_flash_attention may",
+        "            use_fused_attention = False\n        # (its own)\n"
+        "\n    # use_flash_attention may",
     ),
     "a comment indented as the anchor's own block, after it": (
         "        use_flash_attention_4 = False\n\n    # Filter: num_splits\n",
-        "        use_flash_attention_4 = False\n        # FA4 needs sm80\n\n    # Filter: num_splits\n",
+        "        use_flash_attention_4 = False\n        # FA4 needs sm80\n"
+        "\n    # Filter: num_splits\n",
     ),
     "a statement sharing its line with the anchor's neighbour": (
         "    use_flash_attention_4 = use_flash_attention and use_flash_attention_4\n",
