@@ -73,7 +73,8 @@ def insert_into_text(code: str, plan: Plan, function_names: Sequence[str]) -> st
         try:
             tree = cst.parse_module(wrapper + text if segment.nested else text)
         except cst.ParserSyntaxError as error:
-            line = segment.first + error.raw_line - 1 - segment.nested
+            wrapped = 1 if segment.nested else 0  # the wrapper's line comes first
+            line = segment.first + error.raw_line - 1 - wrapped
             raise PlanError(f"syntax error at line {line}: {error.message}") from None
         tree = tree.with_changes(default_newline=newline)
         if segment.nested:
@@ -121,8 +122,7 @@ def _segments(plan: Plan, nested: bool = True) -> list[Segment]:
     for insertion in plan.insertions:
         target, chain = insertion.anchor, enclosing_statements(body, insertion.anchor) or []
         while True:
-            block = next(b for b in blocks(chain[-1]) if _index(b, target) >= 0) if chain else body
-            index = _index(block, target)
+            block, index = _position(blocks(chain[-1]) if chain else [body], target)
             if not chain or (nested and 0 < index < len(block) - 1):
                 break
             target = chain.pop()
@@ -142,8 +142,9 @@ def _segments(plan: Plan, nested: bool = True) -> list[Segment]:
     return kept
 
 
-def _index(block: list[ast.stmt], statement: ast.stmt) -> int:
-    return next((i for i, s in enumerate(block) if s is statement), -1)
+def _position(candidates: list[list[ast.stmt]], statement: ast.stmt) -> tuple[list[ast.stmt], int]:
+    """The block of `candidates` that holds `statement`, and its index there."""
+    return next((block, i) for block in candidates for i, s in enumerate(block) if s is statement)
 
 
 def _runs(block: list[ast.stmt], indices: set[int], body: list[ast.stmt]) -> list[Segment]:
@@ -264,17 +265,13 @@ class GuardInserter(cst.CSTTransformer):
         self.pending: dict[int, list[Insertion]] = {}
         for insertion in mine:
             self.pending.setdefault(id(nodes[id(insertion.anchor)]), []).append(insertion)
-        #: `id`s of the compound statements that contain an anchor: the only ones visited.
+        #: `id`s of the compound statements that contain an anchor (and the wrapper): the only
+        #: ones visited.
         self.open = frozenset(
-            [
-                *(
-                    id(nodes[id(statement)])
-                    for insertion in mine
-                    for statement in enclosing_statements(statements, insertion.anchor)
-                ),
-                *([id(wrapper)] if wrapper else []),
-            ]
-        )
+            id(nodes[id(statement)])
+            for insertion in mine
+            for statement in enclosing_statements(statements, insertion.anchor)
+        ) | ({id(wrapper)} if wrapper else frozenset())
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         """Descend only towards an anchor: into compound statements that contain one, and into
