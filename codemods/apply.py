@@ -37,9 +37,11 @@ from selector_patch.config import (
     select_hazards,
     with_te_fixes,
 )
+from selector_patch.fast_exit import fast_exit
 from selector_patch.records import Record
 from selector_patch.registry import Hazard
 from selector_patch.sources import SelectorSource, SourceError, read_text, resolve
+
 
 if TYPE_CHECKING:
     from lint_plugin.sarif import Result
@@ -419,4 +421,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     with paused():  # a run allocates much and makes few cycles (`engine.collector`)
         status = main()
-    sys.exit(status)
+    fast_exit(status)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from selector_patch.config import load_config
 from selector_patch.extras import without_harness
+from selector_patch.fast_exit import fast_exit
 from selector_patch.memory import BudgetExceeded, budget
 from selector_patch.project import ConfigError
 from selector_patch.registry import HAZARDS, TE_FIXES, get_hazard
@@ -248,4 +249,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    if sys.argv[1:2] == ["run"]:  # the user's script: a normal exit waits for threads it left
+        sys.exit(status)
+    fast_exit(status)

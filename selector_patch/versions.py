@@ -7,12 +7,14 @@ release - numbers joined by dots, then at most an `a`, `b` or `rc` pre-release n
 most a `.postN` post-release (TE's `2.6.0.post1`, the first release of a C++ fix) - is read
 here, in PEP 440's order (trailing zeros do not count, a pre-release comes before its release, a
 post-release after it); any other spelling, and any pair with one, is left to
-`packaging.version.Version`.
+`packaging.version.Version`. So is the analysis's value of a selector's own `PkgVersion("2.4.1")`
+(`version`): a `PlainVersion` where the text is plain.
 """
 
 from __future__ import annotations
 
 import functools
+import operator
 import sys
 from typing import Any, Callable
 
@@ -132,18 +134,112 @@ def _plain_clause(key: tuple, version: str, operator: str, bound: str) -> bool |
     return difference <= 0 if operator == "<=" else difference >= 0
 
 
+class PlainVersion:
+    """A plain release as `packaging.version.Version` holds it: ordered, equal and hashed alike,
+    printed in its normal form, with its parts. Against a `packaging` version (a spelling that is
+    not plain), it compares as one."""
+
+    __slots__ = ("_text", "_key")
+
+    def __init__(self, text: str) -> None:
+        key = _plain_key(text)
+        if key is None:
+            raise ValueError(f"not a plain release: {text!r}")
+        self._text, self._key = text, key
+
+    def _compared(self, other: object, relation: Callable[[Any, Any], bool]) -> bool:
+        """`relation` of the two in `packaging`'s order; NotImplemented for what is no version."""
+        if type(other) is PlainVersion:
+            return relation(self._key, other._key)
+        if is_packaging_version(other):
+            from packaging.version import Version
+
+            return relation(Version(self._text), other)
+        return NotImplemented
+
+    __eq__ = functools.partialmethod(_compared, relation=operator.eq)
+    __lt__ = functools.partialmethod(_compared, relation=operator.lt)
+    __le__ = functools.partialmethod(_compared, relation=operator.le)
+    __gt__ = functools.partialmethod(_compared, relation=operator.gt)
+    __ge__ = functools.partialmethod(_compared, relation=operator.ge)
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    @property
+    def epoch(self) -> int:
+        return 0
+
+    @property
+    def release(self) -> tuple[int, ...]:
+        text = self._text.partition(".post")[0]
+        for marker in ("rc", "a", "b"):
+            text = text.partition(marker)[0]
+        return tuple(int(part) for part in text.split("."))
+
+    @property
+    def pre(self) -> tuple[str, int] | None:
+        _, rank, number, _ = self._key
+        return None if rank == _FINAL else (("a", "b", "rc")[rank], number)
+
+    @property
+    def post(self) -> int | None:
+        return None if self._key[3] < 0 else self._key[3]
+
+    dev = local = None
+    is_devrelease = False
+
+    @property
+    def is_prerelease(self) -> bool:
+        return self.pre is not None
+
+    @property
+    def is_postrelease(self) -> bool:
+        return self.post is not None
+
+    @property
+    def major(self) -> int:
+        return self.release[0]
+
+    @property
+    def minor(self) -> int:
+        return self.release[1] if len(self.release) > 1 else 0
+
+    @property
+    def micro(self) -> int:
+        return self.release[2] if len(self.release) > 2 else 0
+
+    @property
+    def base_version(self) -> str:
+        return ".".join(map(str, self.release))
+
+    def __str__(self) -> str:
+        pre = "" if self.pre is None else f"{self.pre[0]}{self.pre[1]}"
+        post = "" if self.post is None else f".post{self.post}"
+        return f"{self.base_version}{pre}{post}"
+
+    public = property(__str__)
+
+    def __repr__(self) -> str:
+        return f"<Version({str(self)!r})>"
+
+
+def version(text: str) -> Any:
+    """`packaging.version.Version(text)`, a `PlainVersion` where `text` is plain: what the
+    analysis folds a selector's `PkgVersion(...)` (or `parse(...)`) on a literal to."""
+    if type(text) is str and _plain_key(text) is not None:
+        return PlainVersion(text)
+    from packaging.version import Version
+
+    return Version(text)
+
+
+def is_version(obj: Any) -> bool:
+    """Whether `obj` is a version `version` makes."""
+    return type(obj) is PlainVersion or is_packaging_version(obj)
+
+
 def is_packaging_version(obj: Any) -> bool:
     """Whether `obj` is a `packaging.version.Version`: none can be unless the module is loaded."""
     module = sys.modules.get("packaging.version")
     return module is not None and isinstance(obj, module.Version)
-
-
-def lazy(module: str, name: str) -> Callable[..., Any]:
-    """`module.name`, imported when first called (a pure function a selector's module imports,
-    such as `packaging.version.Version`, which its code may never call)."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return getattr(__import__(module, fromlist=[name]), name)(*args, **kwargs)
-
-    call.__qualname__ = call.__name__ = name
-    return call

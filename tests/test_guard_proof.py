@@ -13,7 +13,7 @@ import ast
 import pytest
 
 from codemods.apply import transform
-from lint_plugin.engine import analysis, guard_proof
+from lint_plugin.engine import analysis, guard_proof, interpreter
 from lint_plugin.engine.analysis import analyze_hazard, release, selector
 from lint_plugin.engine.dialect import find_selectors
 from lint_plugin.rule_examples import te2_example
@@ -21,6 +21,7 @@ from selector_patch.config import Config, with_te_fixes
 from selector_patch.registry import get_hazard
 
 TEA001 = get_hazard("TEA001")
+TEA003 = get_hazard("TEA003")
 #: The codemod's spelling: the flag, the hazard's inputs, then the architecture nested.
 NESTED = """
     if use_flash_attention_4 and deterministic and requires_backward:
@@ -33,6 +34,13 @@ ON_TRAINING = """
         if device_compute_capability[0] == 12:
             use_flash_attention_4 = False
 """
+#: TEA003's guard after TE's own `num_splits` filter of FA4, which may switch the flag off first.
+AFTER_A_SIBLING = """
+        if use_flash_attention_4 and num_splits > 1 and device_compute_capability[0] == 12:
+            use_flash_attention_4 = False
+"""
+#: The determinism input bound again before the guard: its value there is no longer the field's.
+REBOUND = "    deterministic = deterministic or is_training\n"
 #: A return before the filter: the paths through it are not decided by what follows.
 EARLY_RETURN = """
     if head_dim_qk == 7:
@@ -58,6 +66,41 @@ def judged(source: str, monkeypatch, hazard=TEA001) -> tuple[bool, int]:
 
 def test_a_nested_guard_decides_alone(monkeypatch) -> None:
     assert judged(te2_example(determinism=NESTED), monkeypatch) == (False, 0)
+
+
+def test_a_guard_after_a_filter_of_its_block_decides_alone(monkeypatch) -> None:
+    """The earlier filter writes only the flag, which is no condition of the guard."""
+    assert judged(te2_example(num_splits=AFTER_A_SIBLING), monkeypatch, TEA003) == (False, 0)
+
+
+def interpreted(source: str, monkeypatch) -> tuple[bool, int, int]:
+    """`judged`, and the interpreter runs it made in all (the guard's own included)."""
+    runs = []
+    run = interpreter.Interpreter.run
+    monkeypatch.setattr(
+        interpreter.Interpreter, "run", lambda *args, **kw: runs.append(args) or run(*args, **kw)
+    )
+    reachable, witness_runs = judged(source, monkeypatch)
+    return reachable, witness_runs, len(runs)
+
+
+def test_a_guard_on_inputs_as_bound_is_judged_without_a_run(monkeypatch) -> None:
+    """Its conditions read fields bound once, straight off the argument, and the hardware
+    query's answer: the facts decide them."""
+    assert interpreted(te2_example(determinism=NESTED), monkeypatch) == (False, 0, 0)
+
+
+def test_a_guard_on_a_rebound_input_is_judged_by_a_run(monkeypatch) -> None:
+    source = te2_example(determinism=REBOUND + NESTED)
+    module = ast.parse(source)
+    function = find_selectors(module, ("get_attention_backend",))[0]
+    try:
+        guard = selector(module, function).guards("FA4")[-1]
+    finally:
+        release()
+    assert "deterministic" in map(ast.unparse, guard.conditions) and guard.pinned is None
+    reachable, witness_runs, runs = interpreted(source, monkeypatch)
+    assert (reachable, witness_runs) == (False, 0) and runs >= 1
 
 
 def test_a_guard_whose_condition_may_be_false_leaves_it_to_the_runs(monkeypatch) -> None:

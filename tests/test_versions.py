@@ -9,12 +9,14 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from selector_patch.versions import (
+    PlainVersion,
     compare,
     is_packaging_version,
-    lazy,
+    is_version,
     order,
     satisfies,
     valid,
+    version,
 )
 
 #: Plain releases (read here) and other spellings (left to packaging), mixed.
@@ -57,10 +59,57 @@ def test_an_invalid_version_raises_as_packaging_does():
         compare("4.0.0", "not a version")
 
 
-def test_a_lazy_import_is_the_function_when_called():
-    parse = lazy("packaging.version", "parse")
-    assert parse("4.0.0b36") == Version("4.0.0b36")
-    assert is_packaging_version(parse("2.8.4")) and not is_packaging_version("2.8.4")
+@pytest.mark.parametrize(("a", "b"), list(itertools.product(SPELLINGS, repeat=2)))
+def test_a_version_compares_as_packagings_does(a, b):
+    """Plain or not, against one of its kind or the other."""
+    mine, theirs, expected = version(a), version(b), (Version(a), Version(b))
+    for left, right in ((mine, theirs), (mine, expected[1]), (expected[0], theirs)):
+        assert (left < right, left <= right, left == right, left != right) == (
+            expected[0] < expected[1],
+            expected[0] <= expected[1],
+            expected[0] == expected[1],
+            expected[0] != expected[1],
+        )
+        assert (left > right, left >= right) == (
+            expected[0] > expected[1],
+            expected[0] >= expected[1],
+        )
+
+
+#: What a selector could ask of a version.
+ATTRIBUTES = (
+    "epoch", "release", "pre", "post", "dev", "local", "public", "base_version", "is_prerelease",
+    "is_postrelease", "is_devrelease", "major", "minor", "micro",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("text", SPELLINGS)
+def test_a_version_is_packagings_where_it_is_not_plain_and_reads_alike(text):
+    made, expected = version(text), Version(text)
+    assert is_version(made) and type(made) is (PlainVersion if valid_plain(text) else Version)
+    assert (str(made), repr(made)) == (str(expected), repr(expected))
+    assert [getattr(made, name) for name in ATTRIBUTES] == [
+        getattr(expected, name) for name in ATTRIBUTES
+    ]
+    if valid_plain(text):  # equal plain releases hash alike (`1.0`, `1.0.0`)
+        equal = [other for other in SPELLINGS if valid_plain(other) and Version(other) == expected]
+        assert {hash(version(other)) for other in equal} == {hash(made)}
+
+
+def valid_plain(text: str) -> bool:
+    try:
+        PlainVersion(text)
+    except ValueError:
+        return False
+    return True
+
+
+def test_a_flash_version_orders_against_either_kind():
+    from lint_plugin.engine.dispatch import FlashVersion
+
+    pinned = FlashVersion("FA4", True, "4.0.0b31")
+    assert pinned < version("4.0.0b36") and pinned < Version("4.0.0b36")
+    assert pinned >= version("4.0.0b") and not pinned < version("4.0.0a1")
 
 
 def test_plain_releases_do_not_import_packaging():
@@ -70,6 +119,8 @@ def test_plain_releases_do_not_import_packaging():
         " assert compare('4.0.0b36', '4.0.0') < 0 and valid('2.8.4');"
         " assert compare('2.6.0.post1', '2.6.0') > 0 and compare('2.6.0.post1', '2.6.1') < 0;"
         " assert satisfies('2.20.2', '>=2.2,!=2.4.*') and not satisfies('2.5.0', '!=2.5.*');"
+        " from selector_patch.versions import version;"
+        " assert version('2.4') == version('2.4.0') < version('2.7.4.post1');"
         " print('packaging.version' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

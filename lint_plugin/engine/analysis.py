@@ -186,7 +186,11 @@ class Selector:
         if found is None:
             settled = self.settled(role)
             flag = self.dialect.flag(role)
-            found = () if settled is None else guard_proof.guards(self.program, flag, settled)
+            found = (
+                ()
+                if settled is None
+                else guard_proof.guards(self.program, self.dialect, flag, settled)
+            )
             self._guards[role] = found
         return found
 

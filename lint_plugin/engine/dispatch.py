@@ -41,9 +41,9 @@ from lint_plugin.engine.absint import (
 from lint_plugin.engine.dialect import Dialect
 from lint_plugin.engine.interpreter import Facts
 from lint_plugin.engine.program import Program, function_index, is_falsy_constant
+from selector_patch import versions
 from selector_patch.records import Record, TupleRecord
 from selector_patch.roles import FLASH_FALLBACK, ROLES
-from selector_patch.versions import is_packaging_version
 
 #: Roles TE tells apart by the returned flash version.
 FLASH_ROLES = tuple(name for name, role in ROLES.items() if role.flash_major is not None)
@@ -52,8 +52,8 @@ FLASH_ROLES = tuple(name for name, role in ROLES.items() if role.flash_major is 
 class FlashVersion(Record):
     """The value of a flash role's version expression (`FlashAttentionUtils.fa4_version`).
 
-    Truthy like a `PkgVersion`. It is ordered against a `packaging` version only where the
-    witness pins the release (a guard for a defect that a later release fixed tests it);
+    Truthy like a `PkgVersion`. It is ordered against a version (`versions.version`) only where
+    the witness pins the release (a guard for a defect that a later release fixed tests it);
     otherwise comparisons with it raise, which the interpreter reads as unknown.
     """
 
@@ -64,9 +64,9 @@ class FlashVersion(Record):
     release: str | None = None
 
     def _order(self, other: object) -> tuple[object, object]:
-        if self.release is None or not self.installed or not is_packaging_version(other):
+        if self.release is None or not self.installed or not versions.is_version(other):
             raise TypeError("the flash version is not known here")
-        return type(other)(self.release), other
+        return versions.version(self.release), other
 
     def __lt__(self, other: object) -> bool:
         mine, theirs = self._order(other)

@@ -30,6 +30,13 @@ definitely true is definitely true in the full run too. Anything else (a conditi
 there, a guard spelt another way) leaves the witnesses to the witness runs
 (`analysis._analyze_function`).
 
+Where every name a guard's conditions read holds, at the guard, just what a witness's facts pin
+there (`pinned`): read straight off the argument or the hardware or cuDNN query by the one
+statement that ever binds it, or never bound at all, the conditions are judged on those facts
+without a run (`Guard.pinned`). A run's states there hold the same values, narrowed at most by
+the tests on their way, and a condition true for the wider value is true for the narrower. On TE
+2.20.2 with TE's fixes guarded, this decides every FusedAttention guard of `--check --te-fixes`.
+
 Where TE dispatches on a returned flash version (2.2+), the flag off is not the whole answer:
 the run also follows the returned version variable and the versions' expressions to the guard,
 which must not write them, and the states there, the flag off, must be where a witness run
@@ -46,7 +53,7 @@ import ast
 from typing import TYPE_CHECKING, Sequence
 
 from lint_plugin.engine.absint import State, const
-from lint_plugin.engine.dialect import COMPUTE_CAPABILITY_QUERY, CUDNN_VERSION_QUERY
+from lint_plugin.engine.dialect import COMPUTE_CAPABILITY_QUERY, CUDNN_VERSION_QUERY, Dialect
 from lint_plugin.engine.interpreter import Facts, Interpreter
 from lint_plugin.engine.program import Program, function_index, is_falsy_constant
 from lint_plugin.engine.settled import Settled
@@ -70,9 +77,12 @@ class Guard(TupleRecord):
     conditions: tuple[ast.expr, ...]
     #: What they read (`Program.read_bits`).
     reads: int
+    #: The names whose pinned values decide the conditions without a run (`_pinned_names`), or
+    #: None where a name they read may hold something else there.
+    pinned: frozenset[str] | None
 
 
-def guards(program: Program, flag: str, settled: Settled) -> tuple[Guard, ...]:
+def guards(program: Program, dialect: Dialect, flag: str, settled: Settled) -> tuple[Guard, ...]:
     """The `if`s that can prove a witness guarded (module docstring), in order. Where TE
     dispatches on a returned flash version, the top-level statement holding one writes no
     version (`versions`): what `Settled.off` asks of the version held there, it holds after."""
@@ -91,7 +101,75 @@ def guards(program: Program, flag: str, settled: Settled) -> tuple[Guard, ...]:
             and not program.write_bits(stmt) & versions
         ):
             _collect(program, flag, index, stmt, (), found)
-    return tuple(found)
+    binders = _Binders(program, dialect)
+    return tuple(guard._replace(pinned=binders.pinned_names(guard)) for guard in found)
+
+
+class _Binders:
+    """Where the names guards read are bound, found once per name for every guard of a flag."""
+
+    #: `binder` of a name no statement binds or changes.
+    UNBOUND = -1
+
+    def __init__(self, program: Program, dialect: Dialect) -> None:
+        self.program = program
+        self.dialect = dialect
+        self.writes = [program.write_bits(stmt) for stmt in program.function.body]
+        self._binders: dict[str, int | None] = {}
+
+    def pinned_names(self, guard: Guard) -> frozenset[str] | None:
+        """The names `guard`'s conditions read that `pinned` must hold for them to be judged on
+        the facts alone; None where one may hold, at the guard, what the facts do not say.
+
+        A name read (each prefix of a dotted name is read too) qualifies where no statement of
+        the function binds or changes it (a keyword-parameter input is then the facts' own, in
+        `pinned` by its name), or where one top-level statement before the guard does, and only
+        it (`binder`)."""
+        needed = set()
+        for name in self.program.names.named(guard.reads):
+            binder = self.binder(name)
+            if binder is None or binder >= guard.index:
+                return None
+            if binder != self.UNBOUND or name in self.program.inputs:
+                needed.add(name)
+        return frozenset(needed)
+
+    def binder(self, name: str) -> int | None:
+        """The index of the one top-level statement binding `name` to what `pinned` holds in it
+        (`name = param.field`, pinned as `field_expression(field)`, or `name = query()` of the
+        hardware or cuDNN query, pinned in the names holding its answer); `UNBOUND` where no
+        statement binds or changes it; None where others do, or that one binds something else."""
+        if name not in self._binders:
+            bit = self.program.names.of(name)
+            writers = [index for index, written in enumerate(self.writes) if written & bit]
+            if not writers:
+                self._binders[name] = self.UNBOUND
+            else:
+                stmt = self.program.function.body[writers[0]]
+                pins = (
+                    len(writers) == 1
+                    and type(stmt) is ast.Assign
+                    and len(stmt.targets) == 1
+                    and type(stmt.targets[0]) is ast.Name
+                    and _pins(self.program, self.dialect, name, stmt.value)
+                )
+                self._binders[name] = writers[0] if pins else None
+        return self._binders[name]
+
+
+def _pins(program: Program, dialect: Dialect, name: str, value: ast.expr) -> bool:
+    """Whether `name = value` binds what `pinned` holds in `name`."""
+    if type(value) is ast.Call:
+        return not (value.args or value.keywords) and any(
+            name in program.results_of(query)
+            for query in (COMPUTE_CAPABILITY_QUERY, CUDNN_VERSION_QUERY)
+        )
+    return (
+        type(value) is ast.Attribute
+        and type(value.value) is ast.Name
+        and value.value.id == program.parameter
+        and dialect.field_expression(value.attr) == name
+    )
 
 
 def _collect(
@@ -105,10 +183,10 @@ def _collect(
     """The guards `stmt` holds, reached under the `outer` conditions: itself where its body
     switches the flag off, and the `if`s of its body (TE's `if inference_params is not None:`
     then the architecture's own `if`) where no statement before one in that body writes what
-    its conditions read, so that they read at `index` what they read where they run."""
-    test = stmt.test
-    conjuncts = test.values if type(test) is ast.BoolOp and type(test.op) is ast.And else [test]
-    own = tuple(c for c in conjuncts if not (type(c) is ast.Name and c.id == flag))
+    its conditions read, so that they read at `index` what they read where they run. The flag
+    is no condition: an earlier `if` of that body may switch it off (TE's FA4 filter for
+    `num_splits` on SM < 100 before one on sm120), and off it stays either way."""
+    own = _conditions(stmt.test, flag)
     if any(program.calls_helper(condition) for condition in own):
         return
     conditions = outer + own
@@ -116,12 +194,20 @@ def _collect(
         reads = 0
         for condition in conditions:
             reads |= program.read_bits(condition)
-        found.append(Guard(index, conditions, reads))
+        found.append(Guard(index, conditions, reads, None))
     written = 0
     for inner in stmt.body:
-        if type(inner) is ast.If and not program.read_bits(inner.test) & written:
+        if type(inner) is ast.If and not any(
+            program.read_bits(condition) & written for condition in _conditions(inner.test, flag)
+        ):
             _collect(program, flag, index, inner, conditions, found)
         written |= program.write_bits(inner)
+
+
+def _conditions(test: ast.expr, flag: str) -> tuple[ast.expr, ...]:
+    """`test`'s conjuncts, the flag itself left out."""
+    conjuncts = test.values if type(test) is ast.BoolOp and type(test.op) is ast.And else [test]
+    return tuple(c for c in conjuncts if not (type(c) is ast.Name and c.id == flag))
 
 
 def proven(prepared: Selector, role: str, triggers: int, facts: Facts) -> bool:
@@ -135,6 +221,7 @@ def proven(prepared: Selector, role: str, triggers: int, facts: Facts) -> bool:
     follows TE's own filters)."""
     program = prepared.program
     held, judge = pinned(prepared, facts), Interpreter(program, facts)
+    flag, settled = prepared.dialect.flag(role), prepared.settled(role)
 
     def may_hold(condition: ast.expr) -> bool:
         """Not false for what the facts pin, and where not known from it, computed from the
@@ -153,9 +240,15 @@ def proven(prepared: Selector, role: str, triggers: int, facts: Facts) -> bool:
     )
     if not likely:
         return False
+    if settled.version is None and any(
+        guard.pinned is not None
+        and guard.pinned <= held.vars.keys()
+        and all(judge.eval(condition, held).truth is True for condition in guard.conditions)
+        for guard in likely
+    ):
+        return True  # the flag off is the whole answer there (`Settled.off`): no run to make
     cut = prepared.dialect.backend_flags
     facts = facts._replace(opaque=facts.opaque | cut, unbound=cut)
-    flag, settled = prepared.dialect.flag(role), prepared.settled(role)
     for guard in likely[:TRIED]:
         interpreter = Interpreter(program, facts, None, prepared.guards_slice(role))
         states = interpreter.run(stop=lambda index, _states: index == guard.index)

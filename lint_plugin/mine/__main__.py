@@ -48,6 +48,7 @@ from lint_plugin.mine.findings import Case
 from lint_plugin.mine.report import Kernel, report_json, to_text
 from lint_plugin.mine.te_calls import KernelCall, kernel_calls
 from selector_patch.config import ConfigError, load_config
+from selector_patch.fast_exit import fast_exit
 from selector_patch.harness import LoadError
 from selector_patch.memory import BudgetExceeded, budget
 from selector_patch.progress import progress
@@ -238,4 +239,4 @@ def _mine(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    fast_exit(main())
