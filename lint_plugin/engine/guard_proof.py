@@ -98,6 +98,7 @@ def guards(program: Program, dialect: Dialect, flag: str, settled: Settled) -> t
         if (
             type(stmt) is ast.If
             and settled.from_statement[index]
+            and program.kill_bits(stmt) & program.names.of(flag)  # (else it holds none)
             and not program.write_bits(stmt) & versions
         ):
             _collect(program, flag, index, stmt, (), found)
@@ -195,10 +196,15 @@ def _collect(
         for condition in conditions:
             reads |= program.read_bits(condition)
         found.append(Guard(index, conditions, reads, None))
-    written = 0
+    written, killed = 0, program.names.of(flag)
     for inner in stmt.body:
-        if type(inner) is ast.If and not any(
-            program.read_bits(condition) & written for condition in _conditions(inner.test, flag)
+        if (
+            type(inner) is ast.If
+            and program.kill_bits(inner) & killed
+            and not any(
+                program.read_bits(condition) & written
+                for condition in _conditions(inner.test, flag)
+            )
         ):
             _collect(program, flag, index, inner, conditions, found)
         written |= program.write_bits(inner)
