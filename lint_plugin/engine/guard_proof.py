@@ -24,18 +24,19 @@ backend flag cut (read as unknown, never bound). On TE 2.20.2 with TE's fixes gu
 FusedAttention guard's run takes 38 - 65 statements where a witness run takes 280 - 310, and
 `--check --te-fixes` interprets 1,992 statements instead of 5,652. (A slice of each guard's own
 runs 2 - 9, but building one per guard takes what that saves: 56 ms of planning either way.) A
-slice
-leaves statements out, so its run is at most less precise, never wrong: a condition it finds
-definitely true is definitely true in the full run too. Anything else (a condition unknown
+slice leaves statements out, so its run is at most less precise, never wrong: a condition it
+finds definitely true is definitely true in the full run too. Anything else (a condition unknown
 there, a guard spelt another way) leaves the witnesses to the witness runs
 (`analysis._analyze_function`).
 
-Where every name a guard's conditions read holds, at the guard, just what a witness's facts pin
-there (`pinned`): read straight off the argument or the hardware or cuDNN query by the one
-statement that ever binds it, or never bound at all, the conditions are judged on those facts
-without a run (`Guard.pinned`). A run's states there hold the same values, narrowed at most by
-the tests on their way, and a condition true for the wider value is true for the narrower. On TE
-2.20.2 with TE's fixes guarded, this decides every FusedAttention guard of `--check --te-fixes`.
+Where the flag off is the whole answer, and every name a guard's conditions read holds, at the
+guard, just what a witness's facts pin (`pinned`) - read straight off the argument or the
+hardware or cuDNN query by the one statement that ever binds it, or never bound at all - the
+conditions are judged on those facts without a run (`Guard.pinned`). A run's states there hold
+the same values, narrowed at most by the tests on their way, and a condition true for the wider
+value is true for the narrower. On TE 2.20.2 with TE's fixes guarded, 15 of the 16
+FusedAttention hazards that `--check --te-fixes` proves by a guard need no run; the other one's
+guard reads the sliding window, which TE binds again (`check_set_window_size`).
 
 Where TE dispatches on a returned flash version (2.2+), the flag off is not the whole answer:
 the run also follows the returned version variable and the versions' expressions to the guard,
