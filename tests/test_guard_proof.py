@@ -73,14 +73,14 @@ def test_a_guard_after_a_filter_of_its_block_decides_alone(monkeypatch) -> None:
     assert judged(te2_example(num_splits=AFTER_A_SIBLING), monkeypatch, TEA003) == (False, 0)
 
 
-def interpreted(source: str, monkeypatch) -> tuple[bool, int, int]:
+def interpreted(source: str, monkeypatch, hazard=TEA001) -> tuple[bool, int, int]:
     """`judged`, and the interpreter runs it made in all (the guard's own included)."""
     runs = []
     run = interpreter.Interpreter.run
     monkeypatch.setattr(
         interpreter.Interpreter, "run", lambda *args, **kw: runs.append(args) or run(*args, **kw)
     )
-    reachable, witness_runs = judged(source, monkeypatch)
+    reachable, witness_runs = judged(source, monkeypatch, hazard)
     return reachable, witness_runs, len(runs)
 
 
@@ -145,7 +145,20 @@ def test_guards_are_the_ifs_that_switch_the_flag_off_in_the_settled_part() -> No
 def test_the_codemods_guards_on_te_2_20_2_decide_alone(hazard_id, release, monkeypatch) -> None:
     """FA4, which TE 2.20.2 dispatches by the flash version it returns, and FusedAttention,
     whose flag at a return is the selection: each guard the codemod inserts proves its hazard
-    without a witness run."""
+    without a run, its conditions read inputs as bound and the version returned still `None`
+    there."""
     text = release("2.20.2").path.read_text(encoding="utf-8")
     patched = transform(text, with_te_fixes(Config()), te_version="2.20.2")[0]
-    assert judged(patched, monkeypatch, get_hazard(hazard_id)) == (False, 0)
+    assert interpreted(patched, monkeypatch, get_hazard(hazard_id)) == (False, 0, 0)
+
+
+def test_a_version_bound_before_the_guard_leaves_it_to_a_run(release, monkeypatch) -> None:
+    """Where the returned version may hold a flash version at the guard, only runs tell whether
+    a witness run would stop there."""
+    text = release("2.20.2").path.read_text(encoding="utf-8")
+    patched = transform(text, with_te_fixes(Config()), te_version="2.20.2")[0]
+    bound = "    flash_attention_backend = FlashAttentionUtils.version if is_training else None\n"
+    patched = patched.replace("    flash_attention_backend = None\n", bound, 1)
+    assert bound in patched
+    reachable, _, runs = interpreted(patched, monkeypatch)
+    assert not reachable and runs >= 1

@@ -29,14 +29,17 @@ finds definitely true is definitely true in the full run too. Anything else (a c
 there, a guard spelt another way) leaves the witnesses to the witness runs
 (`analysis._analyze_function`).
 
-Where the flag off is the whole answer, and every name a guard's conditions read holds, at the
-guard, just what a witness's facts pin (`pinned`) - read straight off the argument or the
-hardware or cuDNN query by the one statement that ever binds it, or never bound at all - the
-conditions are judged on those facts without a run (`Guard.pinned`). A run's states there hold
-the same values, narrowed at most by the tests on their way, and a condition true for the wider
-value is true for the narrower. On TE 2.20.2 with TE's fixes guarded, 15 of the 16
-FusedAttention hazards that `--check --te-fixes` proves by a guard need no run; the other one's
-guard reads the sliding window, which TE binds again (`check_set_window_size`).
+Where every name a guard's conditions read holds, at the guard, just what a witness's facts pin
+(`pinned`) - read straight off the argument or the hardware or cuDNN query by the one statement
+that ever binds it, or never bound at all - the conditions are judged on those facts without a
+run (`Guard.pinned`). A run's states there hold the same values, narrowed at most by the tests
+on their way, and a condition true for the wider value is true for the narrower. What a run
+would also ask there, whether a witness run stops (`Settled.off`), the statements before the
+guard tell where TE dispatches on a returned flash version: none binds a version expression,
+and the returned version variable is bound only to constants (`_Binders.settles`). On TE 2.20.2
+with TE's fixes guarded, 21 of the 23 hazards that `--check --te-fixes` proves by a guard need
+no run; the other two's guards read the sliding window, which TE binds again
+(`check_set_window_size`).
 
 Where TE dispatches on a returned flash version (2.2+), the flag off is not the whole answer:
 the run also follows the returned version variable and the versions' expressions to the guard,
@@ -104,7 +107,12 @@ def guards(program: Program, dialect: Dialect, flag: str, settled: Settled) -> t
         ):
             _collect(program, flag, index, stmt, (), found)
     binders = _Binders(program, dialect)
-    return tuple(guard._replace(pinned=binders.pinned_names(guard)) for guard in found)
+    return tuple(
+        guard._replace(
+            pinned=binders.pinned_names(guard) if binders.settles(settled, guard.index) else None
+        )
+        for guard in found
+    )
 
 
 class _Binders:
@@ -135,6 +143,30 @@ class _Binders:
             if binder != self.UNBOUND or name in self.program.inputs:
                 needed.add(name)
         return frozenset(needed)
+
+    def settles(self, settled: Settled, index: int) -> bool:
+        """Whether every state before top-level statement `index` whose flag is off is one where
+        a run may stop (`Settled.off`), as the statements before it tell without a run.
+
+        So it is where the flag off is the whole answer. Where TE dispatches on a returned flash
+        version, no statement before may bind a version expression (a run's states would hold
+        it), and the returned version variable may be bound there only to constants (TE's
+        `flash_attention_backend = None`): none is a flash version."""
+        if settled.version is None:
+            return True
+        names = self.program.names
+        expressions = names.bits(settled.others) | (
+            names.of(settled.own_version) if settled.own_version else 0
+        )
+        version, body = names.of(settled.version), self.program.function.body
+        for stmt, written in zip(body[:index], self.writes):
+            if written & expressions:
+                return False
+            if written & version and not (
+                type(stmt) is ast.Assign and type(stmt.value) is ast.Constant
+            ):
+                return False
+        return True
 
     def binder(self, name: str) -> int | None:
         """The index of the one top-level statement binding `name` to what `pinned` holds in it
@@ -247,13 +279,13 @@ def proven(prepared: Selector, role: str, triggers: int, facts: Facts) -> bool:
     )
     if not likely:
         return False
-    if settled.version is None and any(
+    if any(
         guard.pinned is not None
         and guard.pinned <= held.vars.keys()
         and all(judge.eval(condition, held).truth is True for condition in guard.conditions)
         for guard in likely
     ):
-        return True  # the flag off is the whole answer there (`Settled.off`): no run to make
+        return True  # and a run would stop there (`_Binders.settles`): no run to make
     cut = prepared.dialect.backend_flags
     facts = facts._replace(opaque=facts.opaque | cut, unbound=cut)
     for guard in likely[:TRIED]:
