@@ -103,6 +103,24 @@ def test_a_guard_on_a_rebound_input_is_judged_by_a_run(monkeypatch) -> None:
     assert (reachable, witness_runs) == (False, 0) and runs >= 1
 
 
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        "    attention_params.deterministic = True\n",  # the field itself, which the local read
+        "    attention_params = None\n",  # the argument
+    ],
+    ids=["field", "argument"],
+)
+def test_a_guard_on_a_field_written_elsewhere_is_judged_by_a_run(elsewhere) -> None:
+    module = ast.parse(te2_example(determinism=NESTED, late=elsewhere))
+    function = find_selectors(module, ("get_attention_backend",))[0]
+    try:
+        guard = selector(module, function).guards("FA4")[-1]
+    finally:
+        release()
+    assert "deterministic" in map(ast.unparse, guard.conditions) and guard.pinned is None
+
+
 def test_a_guard_whose_condition_may_be_false_leaves_it_to_the_runs(monkeypatch) -> None:
     reachable, runs = judged(te2_example(determinism=ON_TRAINING), monkeypatch)
     assert reachable and runs >= 1

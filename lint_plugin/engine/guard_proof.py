@@ -81,8 +81,8 @@ class Guard(TupleRecord):
     conditions: tuple[ast.expr, ...]
     #: What they read (`Program.read_bits`).
     reads: int
-    #: The names whose pinned values decide the conditions without a run (`_pinned_names`), or
-    #: None where a name they read may hold something else there.
+    #: The names whose pinned values decide the conditions without a run
+    #: (`_Binders.pinned_names`), or None where a name they read may hold something else there.
     pinned: frozenset[str] | None
 
 
@@ -154,6 +154,8 @@ class _Binders:
         `flash_attention_backend = None`): none is a flash version."""
         if settled.version is None:
             return True
+        if settled.version in self.program.inputs:
+            return False  # a run's first state holds it
         names = self.program.names
         expressions = names.bits(settled.others) | (
             names.of(settled.own_version) if settled.own_version else 0
@@ -185,25 +187,32 @@ class _Binders:
                     and type(stmt) is ast.Assign
                     and len(stmt.targets) == 1
                     and type(stmt.targets[0]) is ast.Name
-                    and _pins(self.program, self.dialect, name, stmt.value)
+                    and self._pins(name, stmt.value)
                 )
                 self._binders[name] = writers[0] if pins else None
         return self._binders[name]
 
-
-def _pins(program: Program, dialect: Dialect, name: str, value: ast.expr) -> bool:
-    """Whether `name = value` binds what `pinned` holds in `name`."""
-    if type(value) is ast.Call:
-        return not (value.args or value.keywords) and any(
-            name in program.results_of(query)
-            for query in (COMPUTE_CAPABILITY_QUERY, CUDNN_VERSION_QUERY)
+    def _pins(self, name: str, value: ast.expr) -> bool:
+        """Whether `name = value` binds what `pinned` holds in `name`: a call of the hardware or
+        cuDNN query, which the facts answer (no local helper of that name runs instead), or a
+        field read off the argument, which nothing binds or changes."""
+        program = self.program
+        if type(value) is ast.Call:
+            func = value.func
+            callee = func.id if type(func) is ast.Name else getattr(func, "attr", None)
+            return (
+                callee in (COMPUTE_CAPABILITY_QUERY, CUDNN_VERSION_QUERY)
+                and not (value.args or value.keywords)
+                and not program.calls_helper(value)
+            )
+        return (
+            type(value) is ast.Attribute
+            and type(value.value) is ast.Name
+            and value.value.id == program.parameter
+            and self.dialect.field_expression(value.attr) == name
+            and self.binder(program.parameter) == self.UNBOUND
+            and self.binder(f"{program.parameter}.{value.attr}") == self.UNBOUND
         )
-    return (
-        type(value) is ast.Attribute
-        and type(value.value) is ast.Name
-        and value.value.id == program.parameter
-        and dialect.field_expression(value.attr) == name
-    )
 
 
 def _collect(
