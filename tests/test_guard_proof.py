@@ -90,14 +90,19 @@ def test_a_guard_on_inputs_as_bound_is_judged_without_a_run(monkeypatch) -> None
     assert interpreted(te2_example(determinism=NESTED), monkeypatch) == (False, 0, 0)
 
 
-def test_a_guard_on_a_rebound_input_is_judged_by_a_run(monkeypatch) -> None:
-    source = te2_example(determinism=REBOUND + NESTED)
+def fa4_guards(source: str) -> tuple[guard_proof.Guard, ...]:
+    """The FA4 guards of `source`'s selector."""
     module = ast.parse(source)
     function = find_selectors(module, ("get_attention_backend",))[0]
     try:
-        guard = selector(module, function).guards("FA4")[-1]
+        return selector(module, function).guards("FA4")
     finally:
         release()
+
+
+def test_a_guard_on_a_rebound_input_is_judged_by_a_run(monkeypatch) -> None:
+    source = te2_example(determinism=REBOUND + NESTED)
+    guard = fa4_guards(source)[-1]
     assert "deterministic" in map(ast.unparse, guard.conditions) and guard.pinned is None
     reachable, witness_runs, runs = interpreted(source, monkeypatch)
     assert (reachable, witness_runs) == (False, 0) and runs >= 1
@@ -112,12 +117,7 @@ def test_a_guard_on_a_rebound_input_is_judged_by_a_run(monkeypatch) -> None:
     ids=["field", "argument"],
 )
 def test_a_guard_on_a_field_written_elsewhere_is_judged_by_a_run(elsewhere) -> None:
-    module = ast.parse(te2_example(determinism=NESTED, late=elsewhere))
-    function = find_selectors(module, ("get_attention_backend",))[0]
-    try:
-        guard = selector(module, function).guards("FA4")[-1]
-    finally:
-        release()
+    guard = fa4_guards(te2_example(determinism=NESTED, late=elsewhere))[-1]
     assert "deterministic" in map(ast.unparse, guard.conditions) and guard.pinned is None
 
 
@@ -134,26 +134,16 @@ def test_a_flag_switched_on_again_later_leaves_it_to_the_runs(monkeypatch) -> No
 
 @pytest.mark.parametrize("spelling", [NESTED, ON_TRAINING])
 def test_no_guard_after_a_return(spelling: str) -> None:
-    module = ast.parse(te2_example(determinism=EARLY_RETURN + spelling))
-    function = find_selectors(module, ("get_attention_backend",))[0]
-    try:
-        found = selector(module, function).guards("FA4")
-        spelt = {ast.unparse(condition) for guard in found for condition in guard.conditions}
-    finally:
-        release()
+    found = fa4_guards(te2_example(determinism=EARLY_RETURN + spelling))
+    spelt = {ast.unparse(condition) for guard in found for condition in guard.conditions}
     assert found and "deterministic" not in spelt  # the filters before the return only
 
 
 def test_guards_are_the_ifs_that_switch_the_flag_off_in_the_settled_part() -> None:
     """TE 2.x's FA4 filters before the recombination: the dropout one nests its `if` under the
     dropout test; the architecture filter at the top comes before the settled part."""
-    module = ast.parse(te2_example(determinism=NESTED))
-    function = find_selectors(module, ("get_attention_backend",))[0]
-    try:
-        found = selector(module, function).guards("FA4")
-        spelt = [" and ".join(map(ast.unparse, guard.conditions)) for guard in found]
-    finally:
-        release()
+    found = fa4_guards(te2_example(determinism=NESTED))
+    spelt = [" and ".join(map(ast.unparse, guard.conditions)) for guard in found]
     assert spelt[-1] == "deterministic and requires_backward and device_compute_capability[0] == 12"
     assert "attention_dropout != 0.0 and FlashAttentionUtils.v4_is_installed" in spelt
     assert all(isinstance(guard, guard_proof.Guard) for guard in found)
