@@ -42,7 +42,6 @@ from selector_patch.records import Record
 from selector_patch.registry import Hazard
 from selector_patch.sources import SelectorSource, SourceError, read_text, resolve
 
-
 if TYPE_CHECKING:
     from lint_plugin.sarif import Result
 

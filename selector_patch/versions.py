@@ -8,14 +8,14 @@ most a `.postN` post-release (TE's `2.6.0.post1`, the first release of a C++ fix
 here, in PEP 440's order (trailing zeros do not count, a pre-release comes before its release, a
 post-release after it); any other spelling, and any pair with one, is left to
 `packaging.version.Version`. So is the analysis's value of a selector's own `PkgVersion("2.4.1")`
-(`version`): a `PlainVersion` where the text is plain.
+(`pkg_version`): a `PlainVersion` where the text is plain.
 """
 
 from __future__ import annotations
 
 import functools
-import operator
 import sys
+from operator import eq, ge, gt, le, lt
 from typing import Any, Callable
 
 #: A pre-release's rank; a release without one comes after all of them.
@@ -157,11 +157,11 @@ class PlainVersion:
             return relation(Version(self._text), other)
         return NotImplemented
 
-    __eq__ = functools.partialmethod(_compared, relation=operator.eq)
-    __lt__ = functools.partialmethod(_compared, relation=operator.lt)
-    __le__ = functools.partialmethod(_compared, relation=operator.le)
-    __gt__ = functools.partialmethod(_compared, relation=operator.gt)
-    __ge__ = functools.partialmethod(_compared, relation=operator.ge)
+    __eq__ = functools.partialmethod(_compared, relation=eq)
+    __lt__ = functools.partialmethod(_compared, relation=lt)
+    __le__ = functools.partialmethod(_compared, relation=le)
+    __gt__ = functools.partialmethod(_compared, relation=gt)
+    __ge__ = functools.partialmethod(_compared, relation=ge)
 
     def __hash__(self) -> int:
         return hash(self._key)
@@ -224,7 +224,7 @@ class PlainVersion:
         return f"<Version({str(self)!r})>"
 
 
-def version(text: str) -> Any:
+def pkg_version(text: str) -> Any:
     """`packaging.version.Version(text)`, a `PlainVersion` where `text` is plain: what the
     analysis folds a selector's `PkgVersion(...)` (or `parse(...)`) on a literal to."""
     if type(text) is str and _plain_key(text) is not None:
@@ -235,7 +235,7 @@ def version(text: str) -> Any:
 
 
 def is_version(obj: Any) -> bool:
-    """Whether `obj` is a version `version` makes."""
+    """Whether `obj` is a version `pkg_version` makes."""
     return type(obj) is PlainVersion or is_packaging_version(obj)
 
 

@@ -15,8 +15,8 @@ from selector_patch.versions import (
     is_version,
     order,
     satisfies,
+    pkg_version,
     valid,
-    version,
 )
 
 #: Plain releases (read here) and other spellings (left to packaging), mixed.
@@ -62,7 +62,7 @@ def test_an_invalid_version_raises_as_packaging_does():
 @pytest.mark.parametrize(("a", "b"), list(itertools.product(SPELLINGS, repeat=2)))
 def test_a_version_compares_as_packagings_does(a, b):
     """Plain or not, against one of its kind or the other."""
-    mine, theirs, expected = version(a), version(b), (Version(a), Version(b))
+    mine, theirs, expected = pkg_version(a), pkg_version(b), (Version(a), Version(b))
     for left, right in ((mine, theirs), (mine, expected[1]), (expected[0], theirs)):
         assert (left < right, left <= right, left == right, left != right) == (
             expected[0] < expected[1],
@@ -85,7 +85,7 @@ ATTRIBUTES = (
 
 @pytest.mark.parametrize("text", SPELLINGS)
 def test_a_version_is_packagings_where_it_is_not_plain_and_reads_alike(text):
-    made, expected = version(text), Version(text)
+    made, expected = pkg_version(text), Version(text)
     assert is_version(made) and type(made) is (PlainVersion if valid_plain(text) else Version)
     assert (str(made), repr(made)) == (str(expected), repr(expected))
     assert [getattr(made, name) for name in ATTRIBUTES] == [
@@ -93,7 +93,7 @@ def test_a_version_is_packagings_where_it_is_not_plain_and_reads_alike(text):
     ]
     if valid_plain(text):  # equal plain releases hash alike (`1.0`, `1.0.0`)
         equal = [other for other in SPELLINGS if valid_plain(other) and Version(other) == expected]
-        assert {hash(version(other)) for other in equal} == {hash(made)}
+        assert {hash(pkg_version(other)) for other in equal} == {hash(made)}
 
 
 def valid_plain(text: str) -> bool:
@@ -108,8 +108,8 @@ def test_a_flash_version_orders_against_either_kind():
     from lint_plugin.engine.dispatch import FlashVersion
 
     pinned = FlashVersion("FA4", True, "4.0.0b31")
-    assert pinned < version("4.0.0b36") and pinned < Version("4.0.0b36")
-    assert pinned >= version("4.0.0b") and not pinned < version("4.0.0a1")
+    assert pinned < pkg_version("4.0.0b36") and pinned < Version("4.0.0b36")
+    assert pinned >= pkg_version("4.0.0b") and not pinned < pkg_version("4.0.0a1")
 
 
 def test_plain_releases_do_not_import_packaging():
@@ -119,8 +119,8 @@ def test_plain_releases_do_not_import_packaging():
         " assert compare('4.0.0b36', '4.0.0') < 0 and valid('2.8.4');"
         " assert compare('2.6.0.post1', '2.6.0') > 0 and compare('2.6.0.post1', '2.6.1') < 0;"
         " assert satisfies('2.20.2', '>=2.2,!=2.4.*') and not satisfies('2.5.0', '!=2.5.*');"
-        " from selector_patch.versions import version;"
-        " assert version('2.4') == version('2.4.0') < version('2.7.4.post1');"
+        " from selector_patch.versions import pkg_version;"
+        " assert pkg_version('2.4') == pkg_version('2.4.0') < pkg_version('2.7.4.post1');"
         " print('packaging.version' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

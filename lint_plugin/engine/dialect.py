@@ -66,7 +66,7 @@ CAPTURE_FIELD = "cuda_graph"
 #: How a module that imports `transformer_engine as te` asks TE's own capture state.
 CAPTURE_QUERY = "te.pytorch.graph.is_graph_capturing"
 #: Functions a module may import that are pure on constant arguments, by qualified name.
-PURE_IMPORTS = {f"packaging.version.{name}": versions.version for name in ("Version", "parse")}
+PURE_IMPORTS = {f"packaging.version.{name}": versions.pkg_version for name in ("Version", "parse")}
 #: Literal values a module constant may hold: immutable all the way down.
 IMMUTABLE_LITERALS = (str, bytes, int, float, complex, bool, type(None))
 #: Not looked up yet (a role's answer may be None).

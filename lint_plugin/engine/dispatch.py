@@ -52,7 +52,7 @@ FLASH_ROLES = tuple(name for name, role in ROLES.items() if role.flash_major is 
 class FlashVersion(Record):
     """The value of a flash role's version expression (`FlashAttentionUtils.fa4_version`).
 
-    Truthy like a `PkgVersion`. It is ordered against a version (`versions.version`) only where
+    Truthy like a `PkgVersion`. It is ordered against a version (`versions.pkg_version`) only where
     the witness pins the release (a guard for a defect that a later release fixed tests it);
     otherwise comparisons with it raise, which the interpreter reads as unknown.
     """
@@ -66,7 +66,7 @@ class FlashVersion(Record):
     def _order(self, other: object) -> tuple[object, object]:
         if self.release is None or not self.installed or not versions.is_version(other):
             raise TypeError("the flash version is not known here")
-        return versions.version(self.release), other
+        return versions.pkg_version(self.release), other
 
     def __lt__(self, other: object) -> bool:
         mine, theirs = self._order(other)
