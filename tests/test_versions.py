@@ -11,7 +11,6 @@ from packaging.version import InvalidVersion, Version
 from selector_patch.versions import (
     PlainVersion,
     compare,
-    is_packaging_version,
     is_version,
     order,
     satisfies,
