@@ -779,6 +779,10 @@ def facts(**params) -> Facts:
     )
 
 
+VALIDATOR = "FlashAttentionUtils.v4_validate_head_dims"
+TRUTHY_VALIDATOR = Facts(names={VALIDATOR: unknown(truth=True)})
+
+
 @pytest.mark.parametrize(
     ("wide", "narrow", "covered"),
     [
@@ -791,6 +795,11 @@ def facts(**params) -> Facts:
         (facts(num_splits=1), facts(num_splits=True), False),  # 1 == True, yet not the same
         (facts(num_splits=2), facts(), False),  # narrow leaves it unknown
         (Facts(params={"num_splits": unknown(truth=True)}), facts(num_splits=2), False),
+        # one unknown but truthy fact, made anew for each: the same fact (FA4's installed
+        # head-dim validator, bound in every FA4 run)
+        (TRUTHY_VALIDATOR, Facts(names={VALIDATOR: unknown(truth=True)}), True),
+        (TRUTHY_VALIDATOR, Facts(names={VALIDATOR: unknown(truth=None)}), False),
+        (TRUTHY_VALIDATOR, Facts(), False),
     ],
 )
 def test_a_proof_covers_the_runs_it_over_approximates(wide, narrow, covered) -> None:

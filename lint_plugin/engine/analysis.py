@@ -712,7 +712,7 @@ def covers(wide: Facts, narrow: Facts) -> bool:
     for known, asked in pairs:
         for name, value in known.items():
             mine = asked.get(name)
-            if mine is value:
+            if mine is value or (mine is not None and _same(mine, value)):
                 continue
             allowed = alternatives(value)
             if allowed is None:
@@ -725,6 +725,19 @@ def covers(wide: Facts, narrow: Facts) -> bool:
             ):
                 return False
     return True
+
+
+def _same(mine: Value, value: Value) -> bool:
+    """Whether two facts bind one thing: equal in every field, their constants and choices of
+    the same types too (`1 == True`, which a run tells apart). Each witness's facts are made
+    anew, so a fact that is neither pinned nor a choice (the unknown but installed FA4 head-dim
+    validator every FA4 run binds) is an equal object, never the same one."""
+    if mine != value:
+        return False
+    mine_all, all_of = alternatives(mine), alternatives(value)
+    return mine_all is None or all(
+        any(type(a) is type(b) and a == b for b in all_of) for a in mine_all
+    )
 
 
 def _architecture_filters(
