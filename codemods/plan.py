@@ -15,6 +15,7 @@ import ast
 from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazards, release, selector
+from lint_plugin.engine.module_scan import parsed_from
 from lint_plugin.engine.delegation import delegates
 from lint_plugin.engine.dialect import (
     BACKWARD_FIELD,
@@ -90,6 +91,7 @@ def plan_insertions(
         module = ast.parse(code)
     except SyntaxError as error:
         raise PlanError(f"syntax error at line {error.lineno}: {error.msg}") from None
+    parsed_from(module, code)
     try:
         return _plan(module, hazards, function_names, expect_guarded, te_version)
     finally:

@@ -15,6 +15,7 @@ from lint_plugin.engine.analysis import analyze_hazards, release
 from lint_plugin.engine.coverage import analyze_coverage
 from lint_plugin.engine.dialect import find_selectors
 from lint_plugin.engine.interpreter import AnalysisBudgetExceeded
+from lint_plugin.engine.module_scan import parsed_from
 from lint_plugin.rules import FIX_COMMAND, RULES, hazard_rule
 from selector_patch.config import Config, ConfigError, load_config
 from selector_patch.registry import TeFix
@@ -25,8 +26,13 @@ Row = tuple[int, int, str]
 STDIN = ("", "stdin", "-")
 
 
-def rows(tree: ast.Module, filename: str, functions: Sequence[str]) -> Iterator[Row]:
-    """Every TEA row for `tree`; `functions` overrides the configured selector names."""
+def rows(
+    tree: ast.Module, filename: str, functions: Sequence[str], source: str | None = None
+) -> Iterator[Row]:
+    """Every TEA row for `tree`; `functions` overrides the configured selector names; `source`,
+    where given, is the text `tree` was parsed from (`module_scan.parsed_from`)."""
+    if source is not None:
+        parsed_from(tree, source)
     try:
         config = load_config(filename) if filename not in STDIN else Config()
     except ConfigError as error:

@@ -48,15 +48,14 @@ class TeaChecker:
 
     def run(self) -> Iterator[Finding]:
         names = self.functions or selector_functions(self.filename or None)
-        if names is not None and self.lines is not None:
-            text = "".join(self.lines)
-            if not any(name in text for name in names):
-                return
+        text = None if self.lines is None else "".join(self.lines)  # what flake8 parsed
+        if names is not None and text is not None and not any(name in text for name in names):
+            return
         from lint_plugin.engine.collector import paused
 
         with paused():
             from lint_plugin.checks import rows  # the analysis, for a file that names a selector
 
-            found = list(rows(self.tree, self.filename, self.functions))
+            found = list(rows(self.tree, self.filename, self.functions, text))
         for line, col, message in found:
             yield line, col, message, type(self)

@@ -64,6 +64,7 @@ from lint_plugin.engine.guardable import guard_paths
 from lint_plugin.engine.indistinct import indistinct
 from lint_plugin.engine.interpreter import Facts, Interpreter, Observer
 from lint_plugin.engine.kernel_calls import kernel_facts, wired_validator
+from lint_plugin.engine.module_scan import forget_sources, parsed_from
 from lint_plugin.engine.predicates import module_functions
 from lint_plugin.engine.program import Program, function_index
 from lint_plugin.engine.settled import Settled
@@ -287,6 +288,7 @@ def release() -> None:
     delegates.cache_clear()
     function_index.cache_clear()
     module_functions.cache_clear()
+    forget_sources()
 
 
 def compute_capability(*capabilities: tuple[int, int] | None) -> dict[str, Value]:
@@ -1064,6 +1066,7 @@ def analyze_source(
     """Verdicts for every selector function in `source` and every hazard, in that order
     (`analyze_hazards`: the hazards of one function share their runs, as in flake8)."""
     module = ast.parse(source)
+    parsed_from(module, source)
     return [
         verdict
         for function in find_selectors(module, tuple(function_names))

@@ -20,11 +20,11 @@ import ast
 import contextlib
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Container, Mapping
 
 from lint_plugin.engine.absint import Value, const
 from lint_plugin.engine.interpret.folding import PURE_BUILTINS
-from lint_plugin.engine.module_scan import ModuleScan, scan
+from lint_plugin.engine.module_scan import ModuleScan
 from lint_plugin.engine.predicates import Predicate, module_predicates
 from lint_plugin.engine.pure_functions import pure_functions
 from lint_plugin.engine import recipes
@@ -146,13 +146,15 @@ class Dialect:
 
     @cached_property
     def _scan(self) -> ModuleScan:
-        """The one walk of the whole module that `module_text_names` and `module_names` read."""
-        return scan(self.module, self.function)
+        """What the module holds of the names `module_text_names` and `module_names` ask about
+        (`module_scan`)."""
+        return ModuleScan(self.module, self.function)
 
     @property
-    def module_text_names(self) -> frozenset[str]:
-        """Dotted names used anywhere in the module (`FlashAttentionUtils.is_installed`, ...)."""
-        return self._scan.text_names
+    def module_text_names(self) -> Container[str]:
+        """Names and dotted names used anywhere in the module (`FlashAttentionUtils.is_installed`,
+        ...): `in` asks."""
+        return self._scan
 
     def flag(self, role: str) -> str | None:
         """The selector-local flag of `role`, or None when this selector has no such backend."""
@@ -449,7 +451,7 @@ class Dialect:
 
     def calls(self, method: str) -> bool:
         """Whether the module calls a method of that name on a name (`fp8_recipe.delayed()`)."""
-        return any(name.endswith(f".{method}") for name in self.module_text_names)
+        return self._scan.calls_method(method)
 
     def input_fields(self) -> frozenset[str]:
         """`AttentionParams` fields a `Scenario` describes, optional features excepted.
@@ -543,14 +545,22 @@ class Dialect:
         if not candidates:
             return {}
         found = self._scan
-        stores = found.stores
-        # A candidate's own top-level assignment is one store; any other changes it.
-        changed = {name for name in candidates if stores[name] > 1}
-        changed.update(found.changed, stores.keys() & CONSTANT_BUILDERS.keys())
-        if changed & CONSTANT_BUILDERS.keys():  # a module of its own `frozenset`: literals only
-            changed.update(
-                name for name, (node, _) in candidates.items() if _literal(node.value) is None
-            )
+        # A candidate's own top-level assignment is one store; any other changes it. One named
+        # like a builder is a builder changed.
+        changed = {
+            name
+            for name in candidates
+            if found.stores(name) > 1 or found.changes(name) or name in CONSTANT_BUILDERS
+        }
+        built = [
+            name
+            for name, (node, _) in candidates.items()
+            if name not in changed and _literal(node.value) is None
+        ]
+        if built and any(  # a module of its own `frozenset`: literals only
+            found.stores(builder) or found.changes(builder) for builder in CONSTANT_BUILDERS
+        ):
+            changed.update(built)
         return {
             name: const(value) for name, (_, value) in candidates.items() if name not in changed
         }

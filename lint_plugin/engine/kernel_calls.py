@@ -12,7 +12,7 @@ or the witnesses pin no FA4 release, the call stays unknown, which may raise or 
 
 from __future__ import annotations
 
-from typing import Collection, Sequence
+from typing import Container, Sequence
 
 from lint_plugin.engine.absint import Value, const, unknown
 from lint_plugin.engine.interpreter import RAISES
@@ -23,7 +23,7 @@ FA4_VALIDATOR = "FlashAttentionUtils.v4_validate_head_dims"
 
 
 def kernel_facts(
-    witnesses: Sequence[Scenario], text_names: Collection[str]
+    witnesses: Sequence[Scenario], text_names: Container[str]
 ) -> tuple[dict[str, Value], dict[str, Value]]:
     """(names, calls) facts for a run of `witnesses` of a selector whose module reads
     `text_names`: FA4's validator where the selector asks it and the witnesses pin one FA4
@@ -40,7 +40,7 @@ def kernel_facts(
     return names, {}
 
 
-def wired_validator(text_names: Collection[str]) -> dict[str, Value]:
+def wired_validator(text_names: Container[str]) -> dict[str, Value]:
     """The validator as known without running it (flake8, the codemod): a function, which may
     refuse or accept. TE's import-time wiring (`backends.py`, 2.16 - 2.20.2) imports
     `_validate_head_dims` with FA4's entry points and installs it in the branch that sets
