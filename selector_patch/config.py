@@ -23,12 +23,13 @@ from typing import Any, Mapping, Sequence
 from selector_patch.project import (
     DEFAULT_SELECTOR_FUNCTIONS,
     TABLE,
+    TE_VERSION_KEY,
     ConfigError,
     project_table,
 )
 from selector_patch.records import TupleRecord
-from selector_patch.registry import HAZARDS, TE_FIXES, Hazard
-from selector_patch.sources import TE_VERSION_KEY
+from selector_patch import registry
+from selector_patch.registry import HAZARDS, Hazard
 from selector_patch.versions import valid as valid_version
 
 KEYS = ("hazards", "skip", "selector-functions", "te-cxx", "te-fixes", TE_VERSION_KEY)
@@ -36,14 +37,19 @@ KEYS = ("hazards", "skip", "selector-functions", "te-cxx", "te-fixes", TE_VERSIO
 
 class Config(TupleRecord):
     hazards: tuple[Hazard, ...] = HAZARDS
-    #: TE's own later fixes not skipped. The runtime patch always guards them; the codemod and
-    #: flake8 do where `te-fixes = true` (or `codemods.apply --te-fixes`) puts them in
-    #: `hazards`: their witness runs add two thirds to the analysis of a selector (TE 2.20.2),
-    #: which flake8 pays on every commit that touches one.
-    te_fixes: tuple[Hazard, ...] = TE_FIXES
+    #: The ids of TE's own later fixes skipped (`te_fixes`).
+    skipped_fixes: frozenset[str] = frozenset()
     selector_functions: tuple[str, ...] = DEFAULT_SELECTOR_FUNCTIONS
     #: The `pyproject.toml` the settings came from, if any.
     path: Path | None = None
+
+    @property
+    def te_fixes(self) -> tuple[Hazard, ...]:
+        """TE's own later fixes not skipped. The runtime patch always guards them; the codemod
+        and flake8 do where `te-fixes = true` (or `codemods.apply --te-fixes`) puts them in
+        `hazards`: their witness runs add two thirds to the analysis of a selector (TE 2.20.2),
+        which flake8 pays on every commit that touches one (and only there loads them)."""
+        return tuple(h for h in registry.TE_FIXES if h.id not in self.skipped_fixes)
 
 
 def select_hazards(config: Config, ids: Sequence[str] = ()) -> tuple[Hazard, ...]:
@@ -89,7 +95,7 @@ def config_from_table(table: Mapping[str, Any], path: Path | None = None) -> Con
         Hazard.from_mapping(data, f"hazards[{index}]")
         for index, data in enumerate(_array(table, "hazards", dict))
     )
-    known = [h.id for h in (*HAZARDS, *TE_FIXES, *extra)]
+    known = [h.id for h in (*HAZARDS, *registry.TE_FIXES, *extra)]
     duplicates = sorted({i for i in known if known.count(i) > 1})
     if duplicates:
         raise ValueError(f"hazards: id {duplicates[0]} is declared twice")
@@ -100,20 +106,20 @@ def config_from_table(table: Mapping[str, Any], path: Path | None = None) -> Con
     guard_fixes = table.get("te-fixes", False)
     if not isinstance(guard_fixes, bool):
         raise ValueError("te-fixes: expected true or false (guard TE's own later fixes too)")
-    te_fixes = tuple(h for h in TE_FIXES if h.id not in skip)
+    skipped_fixes = frozenset(h.id for h in registry.TE_FIXES if h.id in skip)
     functions = tuple(_array(table, "selector-functions", str))
     if not isinstance(table.get("te-cxx", ""), str):
         raise ValueError("te-cxx: expected a directory path (the per-release TE C++ trees)")
     te_version = table.get(TE_VERSION_KEY, "0")
     if not (isinstance(te_version, str) and valid_version(te_version)):
         raise ValueError(f"{TE_VERSION_KEY}: expected a TE version such as 2.20.2")
-    return Config(
-        hazards=tuple(h for h in (*HAZARDS, *extra) if h.id not in skip)
-        + (te_fixes if guard_fixes else ()),
-        te_fixes=te_fixes,
+    config = Config(
+        hazards=tuple(h for h in (*HAZARDS, *extra) if h.id not in skip),
+        skipped_fixes=skipped_fixes,
         selector_functions=functions or DEFAULT_SELECTOR_FUNCTIONS,
         path=path,
     )
+    return config._replace(hazards=config.hazards + config.te_fixes) if guard_fixes else config
 
 
 def _array(table: Mapping[str, Any], key: str, kind: type) -> list:

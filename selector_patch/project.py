@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 TABLE = "te-attn-guards"
+#: The table's key naming the release a selector file alone came from.
+TE_VERSION_KEY = "te-version"
 DEFAULT_SELECTOR_FUNCTIONS = ("get_attention_backend",)
 
 

@@ -44,8 +44,6 @@ DISTRIBUTION = "transformer_engine"
 #: The version file of a TE source checkout, relative to the checkout root.
 CHECKOUT_VERSION_FILE = "build_tools/VERSION.txt"
 CACHE_VARIABLE = "TE_ATTN_GUARDS_CACHE"
-#: The `[tool.te-attn-guards]` key naming the release a selector file alone came from.
-TE_VERSION_KEY = "te-version"
 
 
 class SourceError(Exception):
@@ -175,7 +173,7 @@ def recorded_release(path: Path | str) -> str | None:
 def _placed(source: SelectorSource, te_version: str | None) -> SelectorSource:
     """A file alone, in the tree of the release named for it or the one it matches."""
     from selector_patch.matching import NO_TREE, OVERRIDE, nearest
-    from selector_patch.project import ConfigError, project_table
+    from selector_patch.project import TE_VERSION_KEY, ConfigError, project_table
 
     if te_version is None:
         try:

@@ -13,7 +13,7 @@ import typing
 import pytest
 
 from lint_plugin import checks
-from lint_plugin.engine import analysis
+from lint_plugin.engine import analysis, module_scan
 from lint_plugin.engine.program import function_index
 from lint_plugin.engine.interpreter import AnalysisBudgetExceeded
 from lint_plugin.plugin import TeaChecker
@@ -123,9 +123,34 @@ def test_the_collector_is_paused_for_the_analysis_alone(monkeypatch, collecting,
 
 def test_a_file_done_keeps_no_prepared_selector() -> None:
     """What the analysis of a file kept (its tree included) goes when the file is done."""
-    list(TeaChecker(ast.parse(FA4_INVALID[0]), "selector.py", None).run())
+    source = FA4_INVALID[0]
+    list(TeaChecker(ast.parse(source), "selector.py", source.splitlines(True)).run())
     assert analysis.selector.cache_info().currsize == 0
     assert function_index.cache_info().currsize == 0
+    assert not module_scan._SOURCES  # nor the text it was parsed from
+
+
+def test_flake8_loads_te_fixes_only_where_they_are_guarded(tmp_path) -> None:
+    """The default hazards' analysis never reads TE's own fixes (`selector_patch.registry`'s
+    lazy `TE_FIXES`), nor what reads a release's tree (`sources`)."""
+    code = (
+        "import sys, ast; from lint_plugin.plugin import TeaChecker; "
+        "source = open(sys.argv[1]).read(); "
+        "rows = list(TeaChecker(ast.parse(source), sys.argv[1], source.splitlines(True)).run()); "
+        "print(len(rows), sorted(m for m in sys.modules if m.startswith('selector_patch.')"
+        " and m.rsplit('.', 1)[1] in ('te_fixes', 'sources')))"
+    )
+    selector = tmp_path / "selector.py"
+    selector.write_text(FA4_INVALID[0])
+    loaded = subprocess.run(
+        [sys.executable, "-c", code, str(selector)], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded.split(" ", 1)[1].strip() == "[]" and int(loaded.split()[0]) > 0
+    (tmp_path / "pyproject.toml").write_text("[tool.te-attn-guards]\nte-fixes = true\n")
+    loaded = subprocess.run(
+        [sys.executable, "-c", code, str(selector)], capture_output=True, text=True, check=True
+    ).stdout
+    assert "'selector_patch.registry.te_fixes'" in loaded
 
 
 def test_flake8_on_a_file_without_a_selector_never_loads_the_analysis(tmp_path) -> None:

@@ -36,7 +36,6 @@ from selector_patch.registry.model import (
     Spelling,
     TeFix,
 )
-from selector_patch.registry.te_fixes import SM80_ON, TE_FIXES
 
 HAZARDS: tuple[Hazard, ...] = (
     FA4_SM12X_DETERMINISTIC_BACKWARD,
@@ -49,11 +48,25 @@ HAZARDS: tuple[Hazard, ...] = (
 )
 
 
+#: What `te_fixes` defines, loaded where first asked for (PEP 562): a flake8 run that guards the
+#: default hazards alone never reads TE's fixes, nor pays their import.
+_TE_FIXES_NAMES = ("SM80_ON", "TE_FIXES")
+
+
+def __getattr__(name: str):
+    if name in _TE_FIXES_NAMES:
+        from selector_patch.registry import te_fixes
+
+        return getattr(te_fixes, name)
+    raise AttributeError(f"module 'selector_patch.registry' has no attribute {name!r}")
+
+
 def get_hazard(hazard_id: str) -> Hazard:
-    for hazard in (*HAZARDS, *TE_FIXES):
+    everything = (*HAZARDS, *__getattr__("TE_FIXES"))
+    for hazard in everything:
         if hazard.id == hazard_id:
             return hazard
-    known = [hazard.id for hazard in (*HAZARDS, *TE_FIXES)]
+    known = [hazard.id for hazard in everything]
     raise KeyError(f"unknown hazard {hazard_id!r}; known: {known}")
 
 
