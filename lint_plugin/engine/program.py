@@ -155,7 +155,7 @@ class FunctionIndex(TupleRecord):
     raising: frozenset[ast.stmt]
     #: What `module_scan` asks of every part of the module, for the function's part (which it
     #: then need not walk again): how often each plain name is bound or deleted, and the names
-    #: changed otherwise (`ModuleScan.changed`).
+    #: changed otherwise (`ModuleScan.changes`).
     rebinds: dict[str, int]
     changed: frozenset[str]
 
