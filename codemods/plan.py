@@ -15,7 +15,6 @@ import ast
 from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from lint_plugin.engine.analysis import HazardVerdict, Selector, analyze_hazards, release, selector
-from lint_plugin.engine.module_scan import parsed_from
 from lint_plugin.engine.delegation import delegates
 from lint_plugin.engine.dialect import (
     BACKWARD_FIELD,
@@ -23,6 +22,7 @@ from lint_plugin.engine.dialect import (
     SELECTOR_FUNCTIONS,
     find_selectors,
 )
+from lint_plugin.engine.module_scan import parsed_from
 from selector_patch.registry import Hazard
 
 if TYPE_CHECKING:  # `anchors` loads only for a guard to insert (`_insertion`)

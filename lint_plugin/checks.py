@@ -31,8 +31,6 @@ def rows(
 ) -> Iterator[Row]:
     """Every TEA row for `tree`; `functions` overrides the configured selector names; `source`,
     where given, is the text `tree` was parsed from (`module_scan.parsed_from`)."""
-    if source is not None:
-        parsed_from(tree, source)
     try:
         config = load_config(filename) if filename not in STDIN else Config()
     except ConfigError as error:
@@ -40,6 +38,8 @@ def rows(
         return
     functions = tuple(functions) or config.selector_functions
     try:
+        if source is not None:
+            parsed_from(tree, source)
         found = list(_findings(tree, filename, config, functions))
     except AnalysisBudgetExceeded as error:
         found = [_failure(tree, "TEA901", str(error), functions)]

@@ -20,6 +20,7 @@ import functools
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from selector_patch import registry
 from selector_patch.project import (
     DEFAULT_SELECTOR_FUNCTIONS,
     TABLE,
@@ -28,7 +29,6 @@ from selector_patch.project import (
     project_table,
 )
 from selector_patch.records import TupleRecord
-from selector_patch import registry
 from selector_patch.registry import HAZARDS, Hazard
 from selector_patch.versions import valid as valid_version
 
@@ -47,8 +47,8 @@ class Config(TupleRecord):
     def te_fixes(self) -> tuple[Hazard, ...]:
         """TE's own later fixes not skipped. The runtime patch always guards them; the codemod
         and flake8 do where `te-fixes = true` (or `codemods.apply --te-fixes`) puts them in
-        `hazards`: their witness runs add two thirds to the analysis of a selector (TE 2.20.2),
-        which flake8 pays on every commit that touches one (and only there loads them)."""
+        `hazards`: their witness runs more than double the analysis of a selector (TE 2.20.2),
+        which flake8 pays on every commit that touches one (and only then loads them)."""
         return tuple(h for h in registry.TE_FIXES if h.id not in self.skipped_fixes)
 
 

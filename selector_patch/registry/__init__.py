@@ -62,7 +62,9 @@ def __getattr__(name: str):
 
 
 def get_hazard(hazard_id: str) -> Hazard:
-    everything = (*HAZARDS, *__getattr__("TE_FIXES"))
+    from selector_patch.registry.te_fixes import TE_FIXES
+
+    everything = (*HAZARDS, *TE_FIXES)
     for hazard in everything:
         if hazard.id == hazard_id:
             return hazard
