@@ -33,7 +33,8 @@ from lint_plugin.engine.program import descendants, function_index
 _SOURCES: dict[int, tuple[ast.Module, str]] = {}
 #: How many modules' sources are kept: the analysis keeps two prepared selectors too.
 KEPT_SOURCES = 2
-#: What may spell a name besides its word: letters, digits and `_` (ASCII source only).
+#: What may spell a name beside a word: ASCII letters, digits and `_` (a non-ASCII letter beside
+#: it reads as a boundary, which at most walks a statement for nothing).
 _NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
@@ -57,7 +58,7 @@ def _source_of(module: ast.Module) -> str | None:
 
 def _as_spelt(source: str) -> str:
     """`source` with its names spelt as in the tree and its lines broken as there: Python reads
-    identifiers NFKC-normalized (`ﬁle` is `file`), and `\r\n` and `\r` as line breaks too."""
+    identifiers NFKC-normalized (`ﬁle` is `file`), and `\\r\\n` and `\\r` as line breaks too."""
     if not source.isascii():
         import unicodedata  # (rare: TE 2.20.2 has one em dash, in a comment)
 
